@@ -1,0 +1,13 @@
+// Package graph extends Gorgonia with what Gaussian-process models need and
+// Gorgonia lacks: a reverse pass that is correct to any order, differentiable
+// linear algebra (Cholesky, triangular solves, log-determinants), special
+// functions (Φ, log Φ, φ), structural ops whose gradients Gorgonia gets wrong,
+// finite-difference gradient checking, and a small executor.
+//
+// Every custom op here implements gorgonia.SDOp, and its SymDiff is built only
+// from differentiable nodes, so Grad can be applied to the output of Grad.
+//
+// Always take gradients with Grad, never with gorgonia.Grad: the stock pass
+// reuses cached derivatives between calls and silently returns wrong
+// higher-order gradients (see ../shared/docs/gorgonia-notes.md).
+package graph

@@ -1,0 +1,282 @@
+package graph
+
+import (
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// children returns a node's inputs in argument order. Gorgonia keeps them in an
+// unexported field; the graph's edge set cannot be used instead because it
+// loses order and multiplicity (Mul(x, x) has one edge). Read-only access.
+func children(n *G.Node) G.Nodes {
+	v := reflect.ValueOf(n).Elem().FieldByName("children")
+	return *(*G.Nodes)(unsafe.Pointer(v.UnsafeAddr()))
+}
+
+// Inputs returns the argument nodes of n in order (nil for leaves).
+func Inputs(n *G.Node) G.Nodes { return append(G.Nodes(nil), children(n)...) }
+
+// vjpRule computes the vector-Jacobian products of one node: for each child,
+// the gradient contribution (nil where the child is not differentiable).
+type vjpRule func(n *G.Node, ch G.Nodes, grad *G.Node) (G.Nodes, error)
+
+// overrides replaces the SymDiff of Gorgonia ops whose gradients are wrong
+// (OuterProd at first order; Slice, Sum and scalar Reshape at second order).
+// Keyed by the op's dynamic type name because the types are unexported.
+var overrides = map[string]vjpRule{
+	"gorgonia.outerProdOp": outerVJP,
+	"gorgonia.sumOp":       sumVJP,
+	"gorgonia.reshapeOp":   reshapeVJP,
+	"*gorgonia.sliceOp":    sliceVJP,
+	"gorgonia.sliceOp":     sliceVJP,
+}
+
+// Grad returns the gradients of the scalar cost with respect to each node in
+// wrt, as new nodes of cost's graph. Unlike gorgonia.Grad it calls every op's
+// SymDiff afresh (it never reads Gorgonia's derivative cache), so it may be
+// applied again to a cost built from its own results: gradients of gradients
+// are correct. It fails if the cost does not depend on some node of wrt.
+func Grad(cost *G.Node, wrt ...*G.Node) (G.Nodes, error) {
+	if !cost.IsScalar() {
+		return nil, fmt.Errorf("graph.Grad: cost %v has shape %v, want a scalar", cost.Name(), cost.Shape())
+	}
+	one := G.NewConstant(1.0, G.WithName("1"))
+	if cost.Graph() != nil {
+		one = G.NewScalar(cost.Graph(), tensor.Float64, G.WithValue(1.0), G.WithName("gradseed"))
+	}
+	return Backprop(G.Nodes{cost}, G.Nodes{one}, wrt)
+}
+
+// Backprop pulls the seeds (one per output, of the output's shape) back to
+// the nodes in wrt: it returns Σ_k J_kᵀ seed_k for each wrt node.
+func Backprop(outputs, seeds, wrt G.Nodes) (G.Nodes, error) {
+	if len(outputs) != len(seeds) {
+		return nil, fmt.Errorf("graph.Backprop: %d outputs but %d seeds", len(outputs), len(seeds))
+	}
+	// Topological order of everything the outputs depend on (children first).
+	var order G.Nodes
+	seen := map[*G.Node]bool{}
+	var visit func(n *G.Node)
+	visit = func(n *G.Node) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		for _, c := range children(n) {
+			visit(c)
+		}
+		order = append(order, n)
+	}
+	for _, o := range outputs {
+		visit(o)
+	}
+	// A node is active if some wrt node reaches it through differentiable edges.
+	active := map[*G.Node]bool{}
+	for _, w := range wrt {
+		active[w] = true
+	}
+	for _, n := range order {
+		if active[n] || n.Op() == nil {
+			continue
+		}
+		diff := diffWRT(n)
+		for i, c := range children(n) {
+			if active[c] && (diff == nil || diff[i]) {
+				active[n] = true
+				break
+			}
+		}
+	}
+	adj := map[*G.Node]G.Nodes{}
+	for i, o := range outputs {
+		adj[o] = append(adj[o], seeds[i])
+	}
+	summed := map[*G.Node]*G.Node{}
+	for i := len(order) - 1; i >= 0; i-- {
+		n := order[i]
+		if !active[n] || len(adj[n]) == 0 {
+			continue
+		}
+		g, err := addAll(adj[n])
+		if err != nil {
+			return nil, fmt.Errorf("graph.Backprop: summing gradients of %v: %w", n.Name(), err)
+		}
+		summed[n] = g
+		if n.Op() == nil {
+			continue
+		}
+		ch := children(n)
+		grads, err := vjp(n, ch, g)
+		if err != nil {
+			return nil, fmt.Errorf("graph.Backprop: differentiating %v (%v): %w", n.Name(), n.Op(), err)
+		}
+		diff := diffWRT(n)
+		for j, c := range ch {
+			if !active[c] || (diff != nil && !diff[j]) || grads[j] == nil {
+				continue
+			}
+			adj[c] = append(adj[c], grads[j])
+		}
+	}
+	out := make(G.Nodes, len(wrt))
+	for i, w := range wrt {
+		g, ok := summed[w]
+		if !ok {
+			return nil, fmt.Errorf("graph.Backprop: the outputs do not depend on %v", w.Name())
+		}
+		out[i] = g
+	}
+	return out, nil
+}
+
+func diffWRT(n *G.Node) []bool {
+	if sd, ok := n.Op().(G.SDOp); ok {
+		return sd.DiffWRT(len(children(n)))
+	}
+	return nil
+}
+
+func vjp(n *G.Node, ch G.Nodes, g *G.Node) (G.Nodes, error) {
+	if rule, ok := overrides[fmt.Sprintf("%T", n.Op())]; ok {
+		return rule(n, ch, g)
+	}
+	sd, ok := n.Op().(G.SDOp)
+	if !ok {
+		return nil, fmt.Errorf("op %v (%T) has no symbolic derivative", n.Op(), n.Op())
+	}
+	grads, err := sd.SymDiff(ch, n, g)
+	if err != nil {
+		return nil, err
+	}
+	if len(grads) != len(ch) {
+		return nil, fmt.Errorf("op %v returned %d gradients for %d inputs", n.Op(), len(grads), len(ch))
+	}
+	return grads, nil
+}
+
+// addAll sums gradient contributions pairwise (a balanced tree keeps the
+// graph shallow when a node has many consumers).
+func addAll(ns G.Nodes) (*G.Node, error) {
+	for len(ns) > 1 {
+		var next G.Nodes
+		for i := 0; i+1 < len(ns); i += 2 {
+			s, err := G.Add(ns[i], ns[i+1])
+			if err != nil {
+				return nil, err
+			}
+			next = append(next, s)
+		}
+		if len(ns)%2 == 1 {
+			next = append(next, ns[len(ns)-1])
+		}
+		ns = next
+	}
+	return ns[0], nil
+}
+
+// outerVJP: y = a bᵀ, so ā = Ȳ b and b̄ = Ȳᵀ a (Gorgonia's own rule forgets the transpose).
+func outerVJP(n *G.Node, ch G.Nodes, g *G.Node) (G.Nodes, error) {
+	a, b := ch[0], ch[1]
+	ga, err := G.Mul(g, b)
+	if err != nil {
+		return nil, err
+	}
+	gt, err := G.Transpose(g)
+	if err != nil {
+		return nil, err
+	}
+	gb, err := G.Mul(gt, a)
+	if err != nil {
+		return nil, err
+	}
+	return G.Nodes{ga, gb}, nil
+}
+
+// sumVJP broadcasts the output gradient back over the summed axes with an op
+// whose own gradient is a Sum, so the pair differentiates to any order.
+func sumVJP(n *G.Node, ch G.Nodes, g *G.Node) (G.Nodes, error) {
+	along := sumAxes(n.Op())
+	b, err := BroadcastTo(g, ch[0].Shape(), along)
+	if err != nil {
+		return nil, err
+	}
+	return G.Nodes{b}, nil
+}
+
+func sumAxes(op G.Op) []int {
+	v := reflect.ValueOf(op).FieldByName("along")
+	ax := make([]int, v.Len())
+	for i := range ax {
+		ax[i] = int(v.Index(i).Int())
+	}
+	return ax
+}
+
+// reshapeVJP reshapes the gradient back; a reshape between equal shapes is the
+// identity (Gorgonia's scalar-to-scalar reshape fails at run time).
+func reshapeVJP(n *G.Node, ch G.Nodes, g *G.Node) (G.Nodes, error) {
+	in := ch[0].Shape()
+	if sameShape(in, g.Shape()) {
+		return G.Nodes{g}, nil
+	}
+	r, err := G.Reshape(g, in)
+	if err != nil {
+		return nil, err
+	}
+	return G.Nodes{r}, nil
+}
+
+func sameShape(a, b tensor.Shape) bool {
+	if a.IsScalar() || b.IsScalar() {
+		return a.TotalSize() == b.TotalSize() && a.IsScalar() == b.IsScalar()
+	}
+	return a.Eq(b)
+}
+
+// sliceVJP scatters the gradient into zeros with Scatter, whose gradient is a
+// Take of the same range; Gorgonia's sliceIncrOp sends second-order
+// gradients to the wrong input.
+func sliceVJP(n *G.Node, ch G.Nodes, g *G.Node) (G.Nodes, error) {
+	op := reflect.ValueOf(n.Op())
+	if op.Kind() == reflect.Pointer {
+		op = op.Elem()
+	}
+	sl, _ := op.FieldByName("Slice").Interface().(tensor.Slice)
+	axis := int(op.FieldByName("along").Int())
+	in := ch[0].Shape()
+	start, end := 0, in[axis]
+	if sl != nil {
+		if sl.Step() > 1 {
+			return nil, fmt.Errorf("slices with step %d are not supported; use graph.Take", sl.Step())
+		}
+		start, end = sl.Start(), sl.End()
+		if end <= start { // a single index: Gorgonia encodes it as [i, i+1) or with End 0
+			end = start + 1
+		}
+	}
+	// A single index drops the axis; restore it so Scatter sees a range.
+	if g.Dims() < len(in) || g.IsScalar() {
+		keep := in.Clone()
+		keep[axis] = end - start
+		var err error
+		if g, err = reshapeTo(g, keep); err != nil {
+			return nil, err
+		}
+	}
+	s, err := Scatter(g, in, axis, start)
+	if err != nil {
+		return nil, err
+	}
+	return G.Nodes{s}, nil
+}
+
+func reshapeTo(g *G.Node, s tensor.Shape) (*G.Node, error) {
+	if sameShape(g.Shape(), s) {
+		return g, nil
+	}
+	return G.Reshape(g, s)
+}

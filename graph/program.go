@@ -1,0 +1,79 @@
+package graph
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+)
+
+// Program is a compiled graph whose chosen outputs are copied out after each
+// run. Gorgonia reuses registers in place, so reading an intermediate node's
+// Value after a run can return clobbered data; Program reads through
+// gorgonia.Read instead.
+type Program struct {
+	g     *G.ExprGraph
+	m     G.VM
+	reads map[*G.Node]*G.Value
+}
+
+// Compile prepares g for repeated execution, recording the values of outputs.
+// Create every node before compiling: nodes added later are not run.
+func Compile(g *G.ExprGraph, outputs ...*G.Node) (*Program, error) {
+	p := &Program{g: g, reads: map[*G.Node]*G.Value{}}
+	for _, o := range outputs {
+		if _, ok := p.reads[o]; ok {
+			continue
+		}
+		v := new(G.Value)
+		G.Read(o, v)
+		p.reads[o] = v
+	}
+	p.m = G.NewTapeMachine(g)
+	return p, nil
+}
+
+// Run executes the program once with the current input values.
+func (p *Program) Run() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("graph: run failed: %v", r)
+		}
+	}()
+	defer p.m.Reset()
+	return p.m.RunAll()
+}
+
+// Value returns the value an output took in the last run (owned by the
+// program; copy it if it must outlive the next run).
+func (p *Program) Value(n *G.Node) (G.Value, error) {
+	v, ok := p.reads[n]
+	if !ok {
+		return nil, fmt.Errorf("graph: %v is not an output of the program", n.Name())
+	}
+	if *v == nil {
+		return nil, fmt.Errorf("graph: %v has no value; has the program run?", n.Name())
+	}
+	return *v, nil
+}
+
+// Float64s returns a copy of an output's data from the last run.
+func (p *Program) Float64s(n *G.Node) ([]float64, error) {
+	v, err := p.Value(n)
+	if err != nil {
+		return nil, err
+	}
+	f, err := Float64s(v)
+	return append([]float64(nil), f...), err
+}
+
+// Scalar returns a scalar output's value from the last run.
+func (p *Program) Scalar(n *G.Node) (float64, error) {
+	v, err := p.Value(n)
+	if err != nil {
+		return 0, err
+	}
+	return Scalar(v)
+}
+
+// Close releases the machine.
+func (p *Program) Close() error { return p.m.Close() }

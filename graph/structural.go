@@ -1,0 +1,207 @@
+package graph
+
+import (
+	"fmt"
+	"hash"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// broadcastOp replicates its input along the axes that a Sum removed. It is
+// the adjoint of Sum, and Sum is its adjoint, so the pair differentiates to
+// any order.
+type broadcastOp struct {
+	pureOp
+	out  tensor.Shape
+	axes []int
+}
+
+// BroadcastTo replicates x along axes so that it takes shape out; x's shape
+// must equal out with those axes removed (a scalar when all are removed).
+func BroadcastTo(x *G.Node, out tensor.Shape, axes []int) (*G.Node, error) {
+	want := removeAxes(out, axes)
+	if !sameShape(want, x.Shape()) && want.TotalSize() != x.Shape().TotalSize() {
+		return nil, fmt.Errorf("graph.BroadcastTo: %v cannot broadcast to %v along %v", x.Shape(), out, axes)
+	}
+	return G.ApplyOp(broadcastOp{out: out.Clone(), axes: append([]int(nil), axes...)}, x)
+}
+
+func removeAxes(s tensor.Shape, axes []int) tensor.Shape {
+	var r tensor.Shape
+	for i, d := range s {
+		drop := false
+		for _, a := range axes {
+			drop = drop || a == i
+		}
+		if !drop {
+			r = append(r, d)
+		}
+	}
+	if len(r) == 0 {
+		return tensor.ScalarShape()
+	}
+	return r
+}
+
+func (op broadcastOp) Arity() int { return 1 }
+func (op broadcastOp) Type() hm.Type {
+	return fnType(len(op.out), len(removeAxes(op.out, op.axes)))
+}
+func (op broadcastOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.out.Clone(), nil }
+func (op broadcastOp) String() string                                 { return fmt.Sprintf("Broadcast%v→%v", op.axes, op.out) }
+func (op broadcastOp) WriteHash(h hash.Hash)                          { writeHash(h, op) }
+func (op broadcastOp) Hashcode() uint32                               { return hashOf(op) }
+func (op broadcastOp) DiffWRT(int) []bool                             { return []bool{true} }
+
+func (op broadcastOp) Do(vs ...G.Value) (G.Value, error) {
+	x, err := Float64s(vs[0])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, op.out.TotalSize())
+	st := strides(op.out)
+	isAx := make([]bool, len(op.out))
+	for _, a := range op.axes {
+		isAx[a] = true
+	}
+	idx := make([]int, len(op.out))
+	for k := range out {
+		// Index of the kept coordinates in x (row-major over kept axes).
+		rem, xi := k, 0
+		for d := range op.out {
+			idx[d] = rem / st[d]
+			rem %= st[d]
+			if !isAx[d] {
+				xi = xi*op.out[d] + idx[d]
+			}
+		}
+		out[k] = x[xi]
+	}
+	return NewValue(op.out, out), nil
+}
+
+func (op broadcastOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	s, err := G.Sum(g, op.axes...)
+	if err != nil {
+		return nil, err
+	}
+	s, err = reshapeTo(s, in[0].Shape())
+	return G.Nodes{s}, err
+}
+
+// takeOp selects the contiguous range [start, end) of one axis.
+type takeOp struct {
+	pureOp
+	in               tensor.Shape
+	axis, start, end int
+}
+
+// scatterOp places its input at [start, start+n) of one axis of a zero tensor
+// of shape out; it is the adjoint of takeOp.
+type scatterOp struct {
+	pureOp
+	out         tensor.Shape
+	axis, start int
+	n           int
+}
+
+// Take returns x restricted to indices [start, end) of axis, keeping the axis.
+// Use it instead of gorgonia.Slice on paths that are differentiated twice.
+func Take(x *G.Node, axis, start, end int) (*G.Node, error) {
+	s := x.Shape()
+	if axis < 0 || axis >= len(s) || start < 0 || end > s[axis] || start >= end {
+		return nil, fmt.Errorf("graph.Take: range [%d,%d) of axis %d is outside shape %v", start, end, axis, s)
+	}
+	return G.ApplyOp(takeOp{in: s, axis: axis, start: start, end: end}, x)
+}
+
+// Scatter embeds x at offset start along axis of a zero tensor of shape out.
+func Scatter(x *G.Node, out tensor.Shape, axis, start int) (*G.Node, error) {
+	s := x.Shape()
+	if len(s) != len(out) || start+s[axis] > out[axis] {
+		return nil, fmt.Errorf("graph.Scatter: %v does not fit in %v at %d along %d", s, out, start, axis)
+	}
+	return G.ApplyOp(scatterOp{out: out.Clone(), axis: axis, start: start, n: s[axis]}, x)
+}
+
+func (op takeOp) Arity() int                                     { return 1 }
+func (op takeOp) Type() hm.Type                                  { return fnType(len(op.in), len(op.in)) }
+func (op takeOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.outShape(), nil }
+func (op takeOp) String() string {
+	return fmt.Sprintf("Take(%v,%d,%d:%d)", op.in, op.axis, op.start, op.end)
+}
+func (op takeOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op takeOp) Hashcode() uint32      { return hashOf(op) }
+func (op takeOp) DiffWRT(int) []bool    { return []bool{true} }
+func (op takeOp) outShape() tensor.Shape {
+	s := op.in.Clone()
+	s[op.axis] = op.end - op.start
+	return s
+}
+
+// blocks describes a tensor as outer × axis × inner for copying ranges of one axis.
+func blocks(s tensor.Shape, axis int) (outer, inner int) {
+	outer, inner = 1, 1
+	for i, d := range s {
+		if i < axis {
+			outer *= d
+		} else if i > axis {
+			inner *= d
+		}
+	}
+	return
+}
+
+func (op takeOp) Do(vs ...G.Value) (G.Value, error) {
+	x, err := Float64s(vs[0])
+	if err != nil {
+		return nil, err
+	}
+	outer, inner := blocks(op.in, op.axis)
+	n := op.end - op.start
+	out := make([]float64, 0, outer*n*inner)
+	for o := 0; o < outer; o++ {
+		base := (o*op.in[op.axis] + op.start) * inner
+		out = append(out, x[base:base+n*inner]...)
+	}
+	return NewValue(op.outShape(), out), nil
+}
+
+func (op takeOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	s, err := Scatter(g, op.in, op.axis, op.start)
+	return G.Nodes{s}, err
+}
+
+func (op scatterOp) Arity() int    { return 1 }
+func (op scatterOp) Type() hm.Type { return fnType(len(op.out), len(op.out)) }
+func (op scatterOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return op.out.Clone(), nil
+}
+func (op scatterOp) String() string {
+	return fmt.Sprintf("Scatter(%v,%d,%d+%d)", op.out, op.axis, op.start, op.n)
+}
+func (op scatterOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op scatterOp) Hashcode() uint32      { return hashOf(op) }
+func (op scatterOp) DiffWRT(int) []bool    { return []bool{true} }
+
+func (op scatterOp) Do(vs ...G.Value) (G.Value, error) {
+	x, err := Float64s(vs[0])
+	if err != nil {
+		return nil, err
+	}
+	outer, inner := blocks(op.out, op.axis)
+	out := make([]float64, op.out.TotalSize())
+	for o := 0; o < outer; o++ {
+		dst := (o*op.out[op.axis] + op.start) * inner
+		src := o * op.n * inner
+		copy(out[dst:dst+op.n*inner], x[src:src+op.n*inner])
+	}
+	return NewValue(op.out, out), nil
+}
+
+func (op scatterOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	t, err := Take(g, op.axis, op.start, op.start+op.n)
+	return G.Nodes{t}, err
+}

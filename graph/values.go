@@ -1,0 +1,71 @@
+package graph
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Float64s returns the float64 data of a Gorgonia value: a scalar as a
+// one-element slice, a tensor as its backing data in row-major order. The
+// slice aliases the value for dense tensors; copy it before the value is
+// reused if it must survive.
+func Float64s(v G.Value) ([]float64, error) {
+	switch x := v.(type) {
+	case *G.F64:
+		return []float64{float64(*x)}, nil
+	case *tensor.Dense:
+		if x.Dtype() != tensor.Float64 {
+			return nil, fmt.Errorf("graph: tensor of %v, want float64", x.Dtype())
+		}
+		if !x.IsMaterializable() {
+			return x.Float64s(), nil
+		}
+		c := x.Materialize().(*tensor.Dense)
+		return c.Float64s(), nil
+	case nil:
+		return nil, fmt.Errorf("graph: no value")
+	default:
+		return nil, fmt.Errorf("graph: unsupported value type %T", v)
+	}
+}
+
+// Scalar returns the float64 in a scalar value (or a one-element tensor).
+func Scalar(v G.Value) (float64, error) {
+	f, err := Float64s(v)
+	if err != nil {
+		return 0, err
+	}
+	if len(f) != 1 {
+		return 0, fmt.Errorf("graph: value of %d elements is not a scalar", len(f))
+	}
+	return f[0], nil
+}
+
+// NewValue returns a value of the given shape backed by data (copied); an
+// empty shape gives a scalar.
+func NewValue(shape tensor.Shape, data []float64) G.Value {
+	if shape.IsScalar() {
+		return G.NewF64(data[0])
+	}
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(append([]float64(nil), data...)))
+}
+
+// zerosLike returns a zero value of the given shape.
+func zeros(shape tensor.Shape) G.Value {
+	if shape.IsScalar() {
+		return G.NewF64(0)
+	}
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.Of(tensor.Float64))
+}
+
+// dense returns v's data as a fresh or aliased float64 slice; used by op Do methods,
+// which must not mutate their inputs.
+func mustF64(v G.Value) []float64 {
+	f, err := Float64s(v)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
