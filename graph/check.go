@@ -123,13 +123,17 @@ func compare(cost *G.Node, params, grads G.Nodes, opts CheckOptions) (CheckRepor
 		}
 		return prog.Scalar(cost)
 	}
+	// Read every analytic gradient before any perturbed run overwrites them.
+	anas := make([][]float64, len(grads))
+	for i := range grads {
+		if anas[i], err = prog.Float64s(grads[i]); err != nil {
+			return CheckReport{}, err
+		}
+	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 1))
 	var rep CheckReport
 	for i, p := range params {
-		ana, err := prog.Float64s(grads[i])
-		if err != nil {
-			return rep, err
-		}
+		ana := anas[i]
 		orig, err := Float64s(p.Value())
 		if err != nil {
 			return rep, fmt.Errorf("graph: parameter %v: %w", p.Name(), err)

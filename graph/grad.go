@@ -219,22 +219,23 @@ func sumAxes(op G.Op) []int {
 // reshapeVJP reshapes the gradient back; a reshape between equal shapes is the
 // identity (Gorgonia's scalar-to-scalar reshape fails at run time).
 func reshapeVJP(n *G.Node, ch G.Nodes, g *G.Node) (G.Nodes, error) {
-	in := ch[0].Shape()
-	if sameShape(in, g.Shape()) {
-		return G.Nodes{g}, nil
-	}
-	r, err := G.Reshape(g, in)
-	if err != nil {
-		return nil, err
-	}
-	return G.Nodes{r}, nil
+	r, err := Reshape(g, ch[0].Shape())
+	return G.Nodes{r}, err
 }
 
+// sameShape compares shapes exactly. tensor.Shape.Eq is not used because it
+// treats (n), (1, n) and (n, 1) as equal, and nodes of those shapes are not
+// interchangeable (a Reshape between them would be skipped).
 func sameShape(a, b tensor.Shape) bool {
-	if a.IsScalar() || b.IsScalar() {
-		return a.TotalSize() == b.TotalSize() && a.IsScalar() == b.IsScalar()
+	if len(a) != len(b) {
+		return false
 	}
-	return a.Eq(b)
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // sliceVJP scatters the gradient into zeros with Scatter, whose gradient is a
@@ -274,9 +275,4 @@ func sliceVJP(n *G.Node, ch G.Nodes, g *G.Node) (G.Nodes, error) {
 	return G.Nodes{s}, nil
 }
 
-func reshapeTo(g *G.Node, s tensor.Shape) (*G.Node, error) {
-	if sameShape(g.Shape(), s) {
-		return g, nil
-	}
-	return G.Reshape(g, s)
-}
+func reshapeTo(g *G.Node, s tensor.Shape) (*G.Node, error) { return Reshape(g, s) }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -12,7 +13,7 @@ func vec(g *G.ExprGraph, name string, v ...float64) *G.Node {
 	return G.NewVector(g, G.Float64, G.WithShape(len(v)), G.WithName(name), G.WithValue(tensor.New(tensor.WithShape(len(v)), tensor.WithBacking(append([]float64(nil), v...)))))
 }
 
-func mat(g *G.ExprGraph, name string, r, c int, v ...float64) *G.Node {
+func matrix(g *G.ExprGraph, name string, r, c int, v ...float64) *G.Node {
 	return G.NewMatrix(g, G.Float64, G.WithShape(r, c), G.WithName(name), G.WithValue(tensor.New(tensor.WithShape(r, c), tensor.WithBacking(append([]float64(nil), v...)))))
 }
 
@@ -86,3 +87,5 @@ func TestGradOfGradExp(t *testing.T) {
 		}
 	}
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 )
@@ -19,6 +21,14 @@ type Program struct {
 // Compile prepares g for repeated execution, recording the values of outputs.
 // Create every node before compiling: nodes added later are not run.
 func Compile(g *G.ExprGraph, outputs ...*G.Node) (*Program, error) {
+	for _, n := range g.AllNodes() {
+		if fmt.Sprintf("%T", n.Op()) != "gorgonia.reshapeOp" {
+			continue
+		}
+		if c := children(n)[0]; c.Op() == nil || c.IsVar() {
+			return nil, fmt.Errorf("graph: gorgonia.Reshape of input %q would let in-place ops overwrite its value; use graph.Reshape", c.Name())
+		}
+	}
 	p := &Program{g: g, reads: map[*G.Node]*G.Value{}}
 	for _, o := range outputs {
 		if _, ok := p.reads[o]; ok {
@@ -40,7 +50,15 @@ func (p *Program) Run() (err error) {
 		}
 	}()
 	defer p.m.Reset()
-	return p.m.RunAll()
+	if err := p.m.RunAll(); err != nil {
+		// Gorgonia's VM flattens error chains into text; restore the one
+		// that callers act on.
+		if strings.Contains(err.Error(), ErrNotPositiveDefinite.Error()) && !errors.Is(err, ErrNotPositiveDefinite) {
+			return fmt.Errorf("%w: %v", ErrNotPositiveDefinite, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // Value returns the value an output took in the last run (owned by the

@@ -205,3 +205,43 @@ func (op scatterOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	t, err := Take(g, op.axis, op.start, op.start+op.n)
 	return G.Nodes{t}, err
 }
+
+// reshapeOp copies its input into a new shape. Gorgonia's own Reshape returns a
+// view; when its input is a graph input, a later in-place op writes through the
+// view into the input's value (a parameter silently changes on every run).
+type reshapeOp struct {
+	pureOp
+	from, to tensor.Shape
+}
+
+// Reshape returns x's data in shape to (same number of elements); a copy, so it
+// is safe on parameters and data, unlike gorgonia.Reshape.
+func Reshape(x *G.Node, to tensor.Shape) (*G.Node, error) {
+	from := x.Shape()
+	if from.TotalSize() != to.TotalSize() {
+		return nil, fmt.Errorf("graph.Reshape: cannot reshape %v to %v", from, to)
+	}
+	if sameShape(from, to) {
+		return x, nil
+	}
+	return G.ApplyOp(reshapeOp{from: from.Clone(), to: to.Clone()}, x)
+}
+
+func (op reshapeOp) Arity() int                                     { return 1 }
+func (op reshapeOp) Type() hm.Type                                  { return fnType(op.to.Dims(), op.from.Dims()) }
+func (op reshapeOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.to.Clone(), nil }
+func (op reshapeOp) String() string                                 { return fmt.Sprintf("Reshape%v→%v", op.from, op.to) }
+func (op reshapeOp) WriteHash(h hash.Hash)                          { writeHash(h, op) }
+func (op reshapeOp) Hashcode() uint32                               { return hashOf(op) }
+func (op reshapeOp) DiffWRT(int) []bool                             { return []bool{true} }
+func (op reshapeOp) Do(vs ...G.Value) (G.Value, error) {
+	x, err := Float64s(vs[0])
+	if err != nil {
+		return nil, err
+	}
+	return NewValue(op.to, x), nil
+}
+func (op reshapeOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	r, err := Reshape(g, op.from)
+	return G.Nodes{r}, err
+}

@@ -1,0 +1,229 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"hash"
+
+	"github.com/chewxy/hm"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// ErrNotPositiveDefinite is returned (wrapped) when a Cholesky factorisation
+// fails; training loops react to it by raising the jitter.
+var ErrNotPositiveDefinite = errors.New("matrix is not positive definite")
+
+func squareOf(x *G.Node, who string) (int, error) {
+	s := x.Shape()
+	if len(s) != 2 || s[0] != s[1] {
+		return 0, fmt.Errorf("graph.%s: want a square matrix, got shape %v", who, s)
+	}
+	return s[0], nil
+}
+
+// ---- Cholesky ---------------------------------------------------------------
+
+type choleskyOp struct {
+	pureOp
+	n int
+}
+
+// Cholesky returns the lower-triangular L with L Lᵀ = (A + Aᵀ)/2. Using the
+// symmetric part makes the gradient with respect to every element of A well
+// defined, so finite differences on single elements agree with it.
+func Cholesky(a *G.Node) (*G.Node, error) {
+	n, err := squareOf(a, "Cholesky")
+	if err != nil {
+		return nil, err
+	}
+	return G.ApplyOp(choleskyOp{n: n}, a)
+}
+
+func (op choleskyOp) Arity() int    { return 1 }
+func (op choleskyOp) Type() hm.Type { return fnType(2, 2) }
+func (op choleskyOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.n, op.n}, nil
+}
+func (op choleskyOp) String() string        { return fmt.Sprintf("Cholesky%d", op.n) }
+func (op choleskyOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op choleskyOp) Hashcode() uint32      { return hashOf(op) }
+func (op choleskyOp) DiffWRT(int) []bool    { return []bool{true} }
+
+func (op choleskyOp) Do(vs ...G.Value) (G.Value, error) {
+	a, err := Float64s(vs[0])
+	if err != nil {
+		return nil, err
+	}
+	n := op.n
+	s := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			s.SetSym(i, j, 0.5*(a[i*n+j]+a[j*n+i]))
+		}
+	}
+	var c mat.Cholesky
+	if !c.Factorize(s) {
+		return nil, fmt.Errorf("graph.Cholesky of %d×%d matrix: %w", n, n, ErrNotPositiveDefinite)
+	}
+	var l mat.TriDense
+	c.LTo(&l)
+	out := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		for j := 0; j <= i; j++ {
+			out[i*n+j] = l.At(i, j)
+		}
+	}
+	return NewValue(tensor.Shape{n, n}, out), nil
+}
+
+// SymDiff implements Murray (2016): Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹), where Φ keeps
+// the lower triangle and halves the diagonal; built from differentiable ops.
+func (op choleskyOp) SymDiff(in G.Nodes, L, g *G.Node) (G.Nodes, error) {
+	m, err := MatMul(L, g, true, false)
+	if err != nil {
+		return nil, err
+	}
+	p, err := TriMask(m, true, 0.5)
+	if err != nil {
+		return nil, err
+	}
+	y, err := TriSolve(L, p, true, true) // L⁻ᵀ P
+	if err != nil {
+		return nil, err
+	}
+	yt, err := G.Transpose(y)
+	if err != nil {
+		return nil, err
+	}
+	st, err := TriSolve(L, yt, true, true) // (L⁻ᵀ P L⁻¹)ᵀ
+	if err != nil {
+		return nil, err
+	}
+	a, err := Sym(st)
+	return G.Nodes{a}, err
+}
+
+// ---- triangular solve ---------------------------------------------------------
+
+type triSolveOp struct {
+	pureOp
+	lower, trans bool
+	n, k         int
+	vec          bool
+}
+
+// TriSolve returns X solving op(T) X = B, where T is lower- (lower) or
+// upper-triangular, op(T) = Tᵀ if trans, and B is an n-vector or n×k matrix.
+// Only T's triangle is read, and the gradient with respect to T is confined to it.
+func TriSolve(t, b *G.Node, lower, trans bool) (*G.Node, error) {
+	n, err := squareOf(t, "TriSolve")
+	if err != nil {
+		return nil, err
+	}
+	s := b.Shape()
+	op := triSolveOp{lower: lower, trans: trans, n: n}
+	switch {
+	case len(s) == 1 && s[0] == n:
+		op.vec, op.k = true, 1
+	case len(s) == 2 && s[0] == n:
+		op.k = s[1]
+	default:
+		return nil, fmt.Errorf("graph.TriSolve: right-hand side of shape %v does not match %d×%d", s, n, n)
+	}
+	return G.ApplyOp(op, t, b)
+}
+
+func (op triSolveOp) Arity() int { return 2 }
+func (op triSolveOp) Type() hm.Type {
+	if op.vec {
+		return fnType(1, 2, 1)
+	}
+	return fnType(2, 2, 2)
+}
+func (op triSolveOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.shape(), nil }
+func (op triSolveOp) shape() tensor.Shape {
+	if op.vec {
+		return tensor.Shape{op.n}
+	}
+	return tensor.Shape{op.n, op.k}
+}
+func (op triSolveOp) String() string {
+	return fmt.Sprintf("TriSolve(lower=%v,trans=%v,%d,%d,%v)", op.lower, op.trans, op.n, op.k, op.vec)
+}
+func (op triSolveOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op triSolveOp) Hashcode() uint32      { return hashOf(op) }
+func (op triSolveOp) DiffWRT(int) []bool    { return []bool{true, true} }
+
+func (op triSolveOp) Do(vs ...G.Value) (G.Value, error) {
+	t, err := Float64s(vs[0])
+	if err != nil {
+		return nil, err
+	}
+	b, err := Float64s(vs[1])
+	if err != nil {
+		return nil, err
+	}
+	x := append([]float64(nil), b...)
+	uplo, tr := blas.Upper, blas.NoTrans
+	if op.lower {
+		uplo = blas.Lower
+	}
+	if op.trans {
+		tr = blas.Trans
+	}
+	blas64.Trsm(blas.Left, tr, 1,
+		blas64.Triangular{Uplo: uplo, Diag: blas.NonUnit, N: op.n, Stride: op.n, Data: t},
+		blas64.General{Rows: op.n, Cols: op.k, Stride: op.k, Data: x})
+	return NewValue(op.shape(), x), nil
+}
+
+// SymDiff: with A = op(T), B̄ = A⁻ᵀ X̄ and Ā = −B̄ Xᵀ, restricted to T's triangle.
+func (op triSolveOp) SymDiff(in G.Nodes, x, g *G.Node) (G.Nodes, error) {
+	t := in[0]
+	gb, err := TriSolve(t, g, op.lower, !op.trans)
+	if err != nil {
+		return nil, err
+	}
+	u, v := gb, x // T̄ = −tri(B̄ Xᵀ), or −tri(X B̄ᵀ) when trans
+	if op.trans {
+		u, v = x, gb
+	}
+	var prod *G.Node
+	if op.vec {
+		prod, err = Outer(u, v)
+	} else {
+		prod, err = MatMul(u, v, false, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	gt, err := TriMask(prod, op.lower, 1)
+	if err != nil {
+		return nil, err
+	}
+	if gt, err = G.Neg(gt); err != nil {
+		return nil, err
+	}
+	return G.Nodes{gt, gb}, nil
+}
+
+// Outer returns the outer product a bᵀ of two vectors. gorgonia.OuterProd's
+// gradient is wrong; this is a matrix product of an n×1 and a 1×m matrix.
+func Outer(a, b *G.Node) (*G.Node, error) {
+	if a.Dims() != 1 || b.Dims() != 1 {
+		return nil, fmt.Errorf("graph.Outer: want vectors, got shapes %v and %v", a.Shape(), b.Shape())
+	}
+	ac, err := Reshape(a, tensor.Shape{a.Shape()[0], 1})
+	if err != nil {
+		return nil, err
+	}
+	br, err := Reshape(b, tensor.Shape{1, b.Shape()[0]})
+	if err != nil {
+		return nil, err
+	}
+	return MatMul(ac, br, false, false)
+}

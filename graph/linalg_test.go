@@ -1,0 +1,267 @@
+package graph
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+func randMat(rng *rand.Rand, r, c int) []float64 {
+	v := make([]float64, r*c)
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	return v
+}
+
+// spd returns B Bᵀ + n·I, well conditioned and symmetric.
+func spd(rng *rand.Rand, n int) []float64 {
+	b := randMat(rng, n, n)
+	a := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			for k := 0; k < n; k++ {
+				a[i*n+j] += b[i*n+k] * b[j*n+k]
+			}
+		}
+		a[i*n+i] += float64(n)
+	}
+	return a
+}
+
+// lowerTri returns a well-conditioned lower-triangular matrix (upper if !lower).
+func tri(rng *rand.Rand, n int, lower bool) []float64 {
+	t := randMat(rng, n, n)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			if (j > i && lower) || (j < i && !lower) {
+				t[i*n+j] = 0
+			}
+		}
+		t[i*n+i] = 2 + math.Abs(t[i*n+i])
+	}
+	return t
+}
+
+// nonlinearCost returns Σ W ⊙ exp(0.3·y) so that second derivatives are non-trivial.
+func nonlinearCost(t *testing.T, rng *rand.Rand, y *G.Node) *G.Node {
+	t.Helper()
+	s := y.Shape()
+	w := G.NewTensor(y.Graph(), G.Float64, s.Dims(), G.WithShape(s...), G.WithName("W"),
+		G.WithValue(tensor.New(tensor.WithShape(s...), tensor.WithBacking(randMat(rng, s.TotalSize(), 1)))))
+	if s.IsScalar() {
+		return must(G.Exp(must(G.HadamardProd(y, G.NewConstant(0.3)))))
+	}
+	e := must(G.Exp(must(G.HadamardProd(y, G.NewConstant(0.3)))))
+	return must(G.Sum(must(G.HadamardProd(e, w))))
+}
+
+// checkBoth asserts first- and second-order finite-difference agreement.
+func checkBoth(t *testing.T, build func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes)) {
+	t.Helper()
+	for order := 1; order <= 2; order++ {
+		g := G.NewGraph()
+		rng := rand.New(rand.NewPCG(7, 11))
+		cost, params := build(g, rng)
+		check := CheckGrad
+		if order == 2 {
+			check = CheckGrad2
+		}
+		rep, err := check(cost, params, CheckOptions{Seed: 3})
+		if err != nil {
+			t.Fatalf("order %d: %v", order, err)
+		}
+		if !(rep.MaxRelErr <= 1e-6) {
+			t.Errorf("order %d: worst %s", order, rep.Worst())
+		}
+		t.Logf("order %d: max relative error %.2e", order, rep.MaxRelErr)
+	}
+}
+
+func TestCholeskyForward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 5
+	a := spd(rng, n)
+	g := G.NewGraph()
+	A := matrix(g, "A", n, n, a...)
+	L := must(Cholesky(A))
+	p := run(t, g, L)
+	l, _ := p.Float64s(L)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			var s float64
+			for k := 0; k < n; k++ {
+				s += l[i*n+k] * l[j*n+k]
+			}
+			if math.Abs(s-a[i*n+j]) > 1e-10 {
+				t.Fatalf("(LLᵀ)[%d,%d] = %v, want %v", i, j, s, a[i*n+j])
+			}
+			if j > i && l[i*n+j] != 0 {
+				t.Fatalf("L[%d,%d] = %v above the diagonal", i, j, l[i*n+j])
+			}
+		}
+	}
+}
+
+func TestCholeskyNotPD(t *testing.T) {
+	g := G.NewGraph()
+	A := matrix(g, "A", 2, 2, 1, 2, 2, 1)
+	L := must(Cholesky(A))
+	p, _ := Compile(g, L)
+	err := p.Run()
+	if err == nil || !errorsIs(err, ErrNotPositiveDefinite) {
+		t.Fatalf("got %v, want ErrNotPositiveDefinite", err)
+	}
+}
+
+func TestCholeskyGrad(t *testing.T) {
+	checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		A := matrix(g, "A", 4, 4, spd(rng, 4)...)
+		return nonlinearCost(t, rng, must(Cholesky(A))), G.Nodes{A}
+	})
+}
+
+func TestTriSolveForward(t *testing.T) {
+	for _, lower := range []bool{true, false} {
+		for _, trans := range []bool{true, false} {
+			rng := rand.New(rand.NewPCG(5, 6))
+			n, k := 4, 3
+			tv, bv := tri(rng, n, lower), randMat(rng, n, k)
+			g := G.NewGraph()
+			T, B := matrix(g, "T", n, n, tv...), matrix(g, "B", n, k, bv...)
+			X := must(TriSolve(T, B, lower, trans))
+			p := run(t, g, X)
+			x, _ := p.Float64s(X)
+			for i := 0; i < n; i++ {
+				for c := 0; c < k; c++ {
+					var s float64
+					for j := 0; j < n; j++ {
+						a := tv[i*n+j]
+						if trans {
+							a = tv[j*n+i]
+						}
+						s += a * x[j*k+c]
+					}
+					if math.Abs(s-bv[i*k+c]) > 1e-10 {
+						t.Fatalf("lower=%v trans=%v: residual at (%d,%d): %v vs %v", lower, trans, i, c, s, bv[i*k+c])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestTriSolveGrad(t *testing.T) {
+	for _, lower := range []bool{true, false} {
+		for _, trans := range []bool{true, false} {
+			for _, vec := range []bool{true, false} {
+				t.Run("", func(t *testing.T) {
+					checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+						T := matrix(g, "T", 4, 4, tri(rng, 4, lower)...)
+						var B *G.Node
+						if vec {
+							B = vec4(g, "b", randMat(rng, 4, 1)...)
+						} else {
+							B = matrix(g, "B", 4, 2, randMat(rng, 4, 2)...)
+						}
+						return nonlinearCost(t, rng, must(TriSolve(T, B, lower, trans))), G.Nodes{T, B}
+					})
+				})
+			}
+		}
+	}
+}
+
+func vec4(g *G.ExprGraph, name string, v ...float64) *G.Node { return vec(g, name, v...) }
+
+func TestLogDetChol(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	n := 5
+	a := spd(rng, n)
+	g := G.NewGraph()
+	A := matrix(g, "A", n, n, a...)
+	ld := must(LogDetChol(must(Cholesky(A))))
+	p := run(t, g, ld)
+	got, _ := p.Scalar(ld)
+	want := logDetLU(a, n)
+	if math.Abs(got-want) > 1e-10 {
+		t.Fatalf("logdet = %v, want %v", got, want)
+	}
+	checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		A := matrix(g, "A", 4, 4, spd(rng, 4)...)
+		return nonlinearCost(t, rng, must(LogDetChol(must(Cholesky(A))))), G.Nodes{A}
+	})
+}
+
+// logDetLU is an independent reference: Gaussian elimination with partial pivoting.
+func logDetLU(a []float64, n int) float64 {
+	m := append([]float64(nil), a...)
+	var ld float64
+	for c := 0; c < n; c++ {
+		p := c
+		for r := c + 1; r < n; r++ {
+			if math.Abs(m[r*n+c]) > math.Abs(m[p*n+c]) {
+				p = r
+			}
+		}
+		for k := 0; k < n; k++ {
+			m[c*n+k], m[p*n+k] = m[p*n+k], m[c*n+k]
+		}
+		ld += math.Log(math.Abs(m[c*n+c]))
+		for r := c + 1; r < n; r++ {
+			f := m[r*n+c] / m[c*n+c]
+			for k := c; k < n; k++ {
+				m[r*n+k] -= f * m[c*n+k]
+			}
+		}
+	}
+	return ld
+}
+
+func TestMaskOpsGrad(t *testing.T) {
+	ops := map[string]func(*G.Node) (*G.Node, error){
+		"tril":  func(x *G.Node) (*G.Node, error) { return TriMask(x, true, 0.5) },
+		"triu":  func(x *G.Node) (*G.Node, error) { return TriMask(x, false, 2) },
+		"sym":   Sym,
+		"diag":  Diag,
+		"diagm": func(x *G.Node) (*G.Node, error) { return DiagMatrix(must(Diag(x))) },
+	}
+	for name, f := range ops {
+		t.Run(name, func(t *testing.T) {
+			checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+				X := matrix(g, "X", 3, 3, randMat(rng, 3, 3)...)
+				return nonlinearCost(t, rng, must(f(X))), G.Nodes{X}
+			})
+		})
+	}
+}
+
+func TestMatMulGrad(t *testing.T) {
+	for _, ta := range []bool{false, true} {
+		for _, tb := range []bool{false, true} {
+			t.Run("", func(t *testing.T) {
+				checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+					ar, ac := 3, 2
+					if ta {
+						ar, ac = 2, 3
+					}
+					br, bc := 2, 4
+					if tb {
+						br, bc = 4, 2
+					}
+					A := matrix(g, "A", ar, ac, randMat(rng, ar, ac)...)
+					B := matrix(g, "B", br, bc, randMat(rng, br, bc)...)
+					return nonlinearCost(t, rng, must(MatMul(A, B, ta, tb))), G.Nodes{A, B}
+				})
+			})
+		}
+	}
+	// Column times row: Gorgonia's Mul would take this for a dot product.
+	checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		a, b := vec(g, "a", randMat(rng, 3, 1)...), vec(g, "b", randMat(rng, 4, 1)...)
+		return nonlinearCost(t, rng, must(Outer(a, b))), G.Nodes{a, b}
+	})
+}
