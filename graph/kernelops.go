@@ -1,0 +1,165 @@
+package graph
+
+import (
+	"fmt"
+	"hash"
+	"math"
+
+	"github.com/chewxy/hm"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// sqDistOp computes D_ij = ‖x_i − z_j‖² via ‖x‖² + ‖z‖² − 2xᵀz (one Gemm),
+// clamped at zero so that square roots of it (Matérn kernels) stay real.
+type sqDistOp struct {
+	pureOp
+	n, m, d int
+}
+
+// SqDist returns the n×m matrix of squared Euclidean distances between the
+// rows of x (n×d) and z (m×d). Its gradient is built from MatMul and
+// broadcasts, so it can be differentiated again (the first-order model needs
+// ∂²k/∂x∂θ).
+func SqDist(x, z *G.Node) (*G.Node, error) {
+	xs, zs := x.Shape(), z.Shape()
+	if len(xs) != 2 || len(zs) != 2 || xs[1] != zs[1] {
+		return nil, fmt.Errorf("graph.SqDist: want n×d and m×d matrices, got %v and %v", xs, zs)
+	}
+	return G.ApplyOp(sqDistOp{n: xs[0], m: zs[0], d: xs[1]}, x, z)
+}
+
+func (op sqDistOp) Arity() int    { return 2 }
+func (op sqDistOp) Type() hm.Type { return fnType(2, 2, 2) }
+func (op sqDistOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.n, op.m}, nil
+}
+func (op sqDistOp) String() string        { return fmt.Sprintf("SqDist(%d,%d,%d)", op.n, op.m, op.d) }
+func (op sqDistOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op sqDistOp) Hashcode() uint32      { return hashOf(op) }
+func (op sqDistOp) DiffWRT(int) []bool    { return []bool{true, true} }
+
+func (op sqDistOp) Do(vs ...G.Value) (G.Value, error) {
+	x, err := Float64s(vs[0])
+	if err != nil {
+		return nil, err
+	}
+	z, err := Float64s(vs[1])
+	if err != nil {
+		return nil, err
+	}
+	n, m, d := op.n, op.m, op.d
+	out := make([]float64, n*m)
+	blas64.Gemm(blas.NoTrans, blas.Trans, -2,
+		blas64.General{Rows: n, Cols: d, Stride: d, Data: x},
+		blas64.General{Rows: m, Cols: d, Stride: d, Data: z},
+		0, blas64.General{Rows: n, Cols: m, Stride: m, Data: out})
+	zz := make([]float64, m)
+	for j := range zz {
+		zz[j] = blas64.Dot(blas64.Vector{N: d, Inc: 1, Data: z[j*d : (j+1)*d]}, blas64.Vector{N: d, Inc: 1, Data: z[j*d : (j+1)*d]})
+	}
+	for i := 0; i < n; i++ {
+		xi := x[i*d : (i+1)*d]
+		xx := blas64.Dot(blas64.Vector{N: d, Inc: 1, Data: xi}, blas64.Vector{N: d, Inc: 1, Data: xi})
+		row := out[i*m : (i+1)*m]
+		for j := range row {
+			row[j] = math.Max(0, row[j]+xx+zz[j])
+		}
+	}
+	return NewValue(tensor.Shape{n, m}, out), nil
+}
+
+// SymDiff: X̄ = 2(rowsum(D̄) ⊙ X − D̄ Z), Z̄ = 2(colsum(D̄) ⊙ Z − D̄ᵀ X).
+func (op sqDistOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	x, z := in[0], in[1]
+	side := func(self, other *G.Node, along int, trans bool, rows int) (*G.Node, error) {
+		s, err := G.Sum(g, along)
+		if err != nil {
+			return nil, err
+		}
+		b, err := BroadcastTo(s, tensor.Shape{rows, op.d}, []int{1})
+		if err != nil {
+			return nil, err
+		}
+		a, err := G.HadamardProd(b, self)
+		if err != nil {
+			return nil, err
+		}
+		p, err := MatMul(g, other, trans, false)
+		if err != nil {
+			return nil, err
+		}
+		r, err := G.Sub(a, p)
+		if err != nil {
+			return nil, err
+		}
+		return G.HadamardProd(r, G.NewConstant(2.0))
+	}
+	gx, err := side(x, z, 1, false, op.n)
+	if err != nil {
+		return nil, err
+	}
+	gz, err := side(z, x, 0, true, op.m)
+	return G.Nodes{gx, gz}, err
+}
+
+// intPowOp raises elementwise to a fixed non-negative integer power.
+type intPowOp struct {
+	pureOp
+	p     int
+	shape tensor.Shape
+}
+
+// IntPow returns x^p elementwise for an integer p ≥ 0 (the polynomial kernel's
+// degree). Unlike gorgonia.Pow it is exact for negative bases and its
+// gradient p·x^(p−1) is again an IntPow.
+func IntPow(x *G.Node, p int) (*G.Node, error) {
+	if p < 0 {
+		return nil, fmt.Errorf("graph.IntPow: negative power %d", p)
+	}
+	return G.ApplyOp(intPowOp{p: p, shape: x.Shape()}, x)
+}
+
+func (op intPowOp) Arity() int                                     { return 1 }
+func (op intPowOp) Type() hm.Type                                  { return fnType(op.shape.Dims(), op.shape.Dims()) }
+func (op intPowOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.shape.Clone(), nil }
+func (op intPowOp) String() string                                 { return fmt.Sprintf("IntPow(%d,%v)", op.p, op.shape) }
+func (op intPowOp) WriteHash(h hash.Hash)                          { writeHash(h, op) }
+func (op intPowOp) Hashcode() uint32                               { return hashOf(op) }
+func (op intPowOp) DiffWRT(int) []bool                             { return []bool{true} }
+func (op intPowOp) Do(vs ...G.Value) (G.Value, error) {
+	x, err := Float64s(vs[0])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(x))
+	for i, v := range x {
+		r, b, e := 1.0, v, op.p
+		for e > 0 {
+			if e&1 == 1 {
+				r *= b
+			}
+			b *= b
+			e >>= 1
+		}
+		out[i] = r
+	}
+	return NewValue(op.shape, out), nil
+}
+func (op intPowOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	if op.p == 0 {
+		z, err := G.HadamardProd(g, G.NewConstant(0.0))
+		return G.Nodes{z}, err
+	}
+	d, err := IntPow(in[0], op.p-1)
+	if err != nil {
+		return nil, err
+	}
+	if d, err = G.HadamardProd(d, g); err != nil {
+		return nil, err
+	}
+	d, err = G.HadamardProd(d, G.NewConstant(float64(op.p)))
+	return G.Nodes{d}, err
+}

@@ -1,0 +1,451 @@
+// Package kernels provides covariance functions as graph code. A kernel is
+// anything that can build its cross-covariance and diagonal from graph nodes;
+// users add their own by implementing Kernel (see the tests in
+// github.com/gpc-dev/gpc/tests for a kernel defined outside this package).
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
+)
+
+// Kernel is a covariance function built as graph code.
+type Kernel interface {
+	// K returns the n×m cross-covariance between the rows of x (n×d) and z (m×d).
+	K(s *layers.Scope, x, z *G.Node) (*G.Node, error)
+	// Diag returns the n-vector k(x_i, x_i).
+	Diag(s *layers.Scope, x *G.Node) (*G.Node, error)
+	// Params returns the kernel's parameters.
+	Params() []*layers.Param
+}
+
+// Noiser is implemented by kernels with a white-noise variance σ₀², which the
+// papers add to K(Z,Z) and to every marginal variance k(x,x) but not to
+// cross-covariances.
+type Noiser interface {
+	Noise(s *layers.Scope) (*G.Node, error)
+}
+
+// KZZ returns K(Z,Z) + (σ₀² + jitter)·I.
+func KZZ(k Kernel, s *layers.Scope, z *G.Node, jitter float64) (*G.Node, error) {
+	kzz, err := k.K(s, z, z)
+	if err != nil {
+		return nil, err
+	}
+	add, err := noisePlus(k, s, jitter)
+	if err != nil {
+		return nil, err
+	}
+	m := z.Shape()[0]
+	d, err := graph.BroadcastTo(add, tensor.Shape{m}, []int{0})
+	if err != nil {
+		return nil, err
+	}
+	if d, err = graph.DiagMatrix(d); err != nil {
+		return nil, err
+	}
+	return G.Add(kzz, d)
+}
+
+// KDiag returns k(x_i,x_i) + σ₀² + jitter, the prior marginal variances.
+func KDiag(k Kernel, s *layers.Scope, x *G.Node, jitter float64) (*G.Node, error) {
+	d, err := k.Diag(s, x)
+	if err != nil {
+		return nil, err
+	}
+	add, err := noisePlus(k, s, jitter)
+	if err != nil {
+		return nil, err
+	}
+	b, err := graph.BroadcastTo(add, d.Shape(), []int{0})
+	if err != nil {
+		return nil, err
+	}
+	return G.Add(d, b)
+}
+
+func noisePlus(k Kernel, s *layers.Scope, jitter float64) (*G.Node, error) {
+	j := G.NewScalar(s.G, G.Float64, G.WithValue(jitter), G.WithName(fmt.Sprintf("jitter=%g", jitter)))
+	nk, ok := k.(Noiser)
+	if !ok {
+		return j, nil
+	}
+	n, err := nk.Noise(s)
+	if err != nil {
+		return nil, err
+	}
+	return G.Add(n, j)
+}
+
+// ARD holds what the stationary and dot-product kernels share: per-dimension
+// scales ℓ_j that divide squared differences (the papers' parameterisation:
+// ℓ_j is a squared length-scale), an amplitude σ² and a white noise σ₀².
+type ARD struct {
+	Lengthscales *layers.Param // d, positive
+	Variance     *layers.Param // σ², positive
+	WhiteNoise   *layers.Param // σ₀², positive; nil for none
+}
+
+func newARD(name string, d int, ell, variance, noise float64) ARD {
+	a := ARD{
+		Lengthscales: layers.NewParam(name+"/lengthscales", tensor.Shape{d}, ell, layers.Exp),
+		Variance:     layers.NewParam(name+"/variance", tensor.ScalarShape(), variance, layers.Exp),
+	}
+	if noise > 0 {
+		a.WhiteNoise = layers.NewParam(name+"/white", tensor.ScalarShape(), noise, layers.Exp)
+	}
+	return a
+}
+
+// Params returns ℓ, σ² and σ₀² (if any).
+func (a ARD) Params() []*layers.Param {
+	ps := []*layers.Param{a.Lengthscales, a.Variance}
+	if a.WhiteNoise != nil {
+		ps = append(ps, a.WhiteNoise)
+	}
+	return ps
+}
+
+// Noise returns σ₀² (zero when the kernel has none).
+func (a ARD) Noise(s *layers.Scope) (*G.Node, error) {
+	if a.WhiteNoise == nil {
+		return G.NewScalar(s.G, G.Float64, G.WithValue(0.0), G.WithName("zero")), nil
+	}
+	return s.Node(a.WhiteNoise)
+}
+
+// Scale returns x with column j divided by √ℓ_j.
+func (a ARD) Scale(s *layers.Scope, x *G.Node) (*G.Node, error) {
+	xs := x.Shape()
+	if len(xs) != 2 || xs[1] != a.Lengthscales.Shape[0] {
+		return nil, fmt.Errorf("kernels: input of shape %v, kernel %s expects %d columns", xs, a.Lengthscales.Name, a.Lengthscales.Shape[0])
+	}
+	raw, err := s.Raw(a.Lengthscales)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := G.HadamardProd(raw, G.NewConstant(-0.5))
+	if err != nil {
+		return nil, err
+	}
+	if inv, err = G.Exp(inv); err != nil {
+		return nil, err
+	}
+	b, err := graph.BroadcastTo(inv, xs, []int{0})
+	if err != nil {
+		return nil, err
+	}
+	return G.HadamardProd(x, b)
+}
+
+func (a ARD) amplitudeTimes(s *layers.Scope, k *G.Node) (*G.Node, error) {
+	v, err := s.Node(a.Variance)
+	if err != nil {
+		return nil, err
+	}
+	return G.HadamardProd(v, k)
+}
+
+func (a ARD) constantDiag(s *layers.Scope, x *G.Node) (*G.Node, error) {
+	v, err := s.Node(a.Variance)
+	if err != nil {
+		return nil, err
+	}
+	return graph.BroadcastTo(v, tensor.Shape{x.Shape()[0]}, []int{0})
+}
+
+// scaledSqDist returns ‖(x−z)/√ℓ‖² for all pairs.
+func (a ARD) scaledSqDist(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
+	xs, err := a.Scale(s, x)
+	if err != nil {
+		return nil, err
+	}
+	zs := xs
+	if z != x {
+		if zs, err = a.Scale(s, z); err != nil {
+			return nil, err
+		}
+	}
+	return graph.SqDist(xs, zs)
+}
+
+// SE is the squared-exponential kernel with ARD,
+// k(x,z) = σ² exp(−½ Σ_j (x_j−z_j)²/ℓ_j).
+type SE struct{ ARD }
+
+// NewSE returns an SE-ARD kernel on d inputs; noise is σ₀² (0 for none).
+func NewSE(name string, d int, lengthscale, variance, noise float64) *SE {
+	return &SE{newARD(name, d, lengthscale, variance, noise)}
+}
+
+// K implements Kernel.
+func (k *SE) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
+	d, err := k.scaledSqDist(s, x, z)
+	if err != nil {
+		return nil, err
+	}
+	if d, err = G.HadamardProd(d, G.NewConstant(-0.5)); err != nil {
+		return nil, err
+	}
+	if d, err = G.Exp(d); err != nil {
+		return nil, err
+	}
+	return k.amplitudeTimes(s, d)
+}
+
+// Diag implements Kernel.
+func (k *SE) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) { return k.constantDiag(s, x) }
+
+// Matern is the Matérn kernel with ν = 3/2 or 5/2 and ARD, in r = √(Σ_j (x_j−z_j)²/ℓ_j).
+type Matern struct {
+	ARD
+	Nu float64
+}
+
+// NewMatern returns a Matérn kernel with nu 1.5 or 2.5.
+func NewMatern(name string, nu float64, d int, lengthscale, variance, noise float64) (*Matern, error) {
+	if nu != 1.5 && nu != 2.5 {
+		return nil, fmt.Errorf("kernels: Matérn ν = %g; only 1.5 and 2.5 are supported", nu)
+	}
+	return &Matern{newARD(name, d, lengthscale, variance, noise), nu}, nil
+}
+
+// K implements Kernel.
+func (k *Matern) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
+	d2, err := k.scaledSqDist(s, x, z)
+	if err != nil {
+		return nil, err
+	}
+	// r = √(d² + 1e-12): at r = 0 the square root's derivative is infinite
+	// while the kernel's is finite; the offset changes k by ~1e-12.
+	r, err := G.Add(d2, G.NewConstant(1e-12))
+	if err != nil {
+		return nil, err
+	}
+	if r, err = G.Sqrt(r); err != nil {
+		return nil, err
+	}
+	c := 3.0
+	if k.Nu == 2.5 {
+		c = 5.0
+	}
+	sr, err := G.HadamardProd(r, G.NewConstant(sqrt(c)))
+	if err != nil {
+		return nil, err
+	}
+	poly, err := G.Add(sr, G.NewConstant(1.0))
+	if err != nil {
+		return nil, err
+	}
+	if k.Nu == 2.5 {
+		t, err := G.HadamardProd(d2, G.NewConstant(5.0/3))
+		if err != nil {
+			return nil, err
+		}
+		if poly, err = G.Add(poly, t); err != nil {
+			return nil, err
+		}
+	}
+	e, err := G.Neg(sr)
+	if err != nil {
+		return nil, err
+	}
+	if e, err = G.Exp(e); err != nil {
+		return nil, err
+	}
+	kk, err := G.HadamardProd(poly, e)
+	if err != nil {
+		return nil, err
+	}
+	return k.amplitudeTimes(s, kk)
+}
+
+// Diag implements Kernel.
+func (k *Matern) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) { return k.constantDiag(s, x) }
+
+// Polynomial is the polynomial kernel with ARD, k(x,z) = σ² (Σ_j x_j z_j/ℓ_j + 1)^p,
+// used with p = 9 on MNIST.
+type Polynomial struct {
+	ARD
+	Degree int
+}
+
+// NewPolynomial returns a polynomial ARD kernel of the given degree.
+func NewPolynomial(name string, degree, d int, lengthscale, variance, noise float64) *Polynomial {
+	return &Polynomial{newARD(name, d, lengthscale, variance, noise), degree}
+}
+
+// K implements Kernel.
+func (k *Polynomial) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
+	xs, err := k.Scale(s, x)
+	if err != nil {
+		return nil, err
+	}
+	zs := xs
+	if z != x {
+		if zs, err = k.Scale(s, z); err != nil {
+			return nil, err
+		}
+	}
+	dot, err := graph.MatMul(xs, zs, false, true)
+	if err != nil {
+		return nil, err
+	}
+	if dot, err = G.Add(dot, G.NewConstant(1.0)); err != nil {
+		return nil, err
+	}
+	if dot, err = graph.IntPow(dot, k.Degree); err != nil {
+		return nil, err
+	}
+	return k.amplitudeTimes(s, dot)
+}
+
+// Diag implements Kernel.
+func (k *Polynomial) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) {
+	xs, err := k.Scale(s, x)
+	if err != nil {
+		return nil, err
+	}
+	sq, err := G.Square(xs)
+	if err != nil {
+		return nil, err
+	}
+	if sq, err = G.Sum(sq, 1); err != nil {
+		return nil, err
+	}
+	if sq, err = G.Add(sq, G.NewConstant(1.0)); err != nil {
+		return nil, err
+	}
+	if sq, err = graph.IntPow(sq, k.Degree); err != nil {
+		return nil, err
+	}
+	return k.amplitudeTimes(s, sq)
+}
+
+// Linear is k(x,z) = Σ_j x_j z_j / ℓ_j (ARD weights 1/ℓ_j, no separate amplitude).
+type Linear struct {
+	Lengthscales *layers.Param
+}
+
+// NewLinear returns a linear ARD kernel on d inputs.
+func NewLinear(name string, d int, lengthscale float64) *Linear {
+	return &Linear{layers.NewParam(name+"/lengthscales", tensor.Shape{d}, lengthscale, layers.Exp)}
+}
+
+// Params implements Kernel.
+func (k *Linear) Params() []*layers.Param { return []*layers.Param{k.Lengthscales} }
+
+func (k *Linear) scale(s *layers.Scope, x *G.Node) (*G.Node, error) {
+	return ARD{Lengthscales: k.Lengthscales}.Scale(s, x)
+}
+
+// K implements Kernel.
+func (k *Linear) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
+	xs, err := k.scale(s, x)
+	if err != nil {
+		return nil, err
+	}
+	zs := xs
+	if z != x {
+		if zs, err = k.scale(s, z); err != nil {
+			return nil, err
+		}
+	}
+	return graph.MatMul(xs, zs, false, true)
+}
+
+// Diag implements Kernel.
+func (k *Linear) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) {
+	xs, err := k.scale(s, x)
+	if err != nil {
+		return nil, err
+	}
+	sq, err := G.Square(xs)
+	if err != nil {
+		return nil, err
+	}
+	return G.Sum(sq, 1)
+}
+
+// Sum is k₁ + k₂ + …; its white noise is the sum of its parts'.
+type Sum []Kernel
+
+// Product is k₁ · k₂ · …; white noise is not defined for products, so none of
+// the factors' σ₀² is used.
+type Product []Kernel
+
+// K implements Kernel.
+func (ks Sum) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
+	return combine(ks, func(k Kernel) (*G.Node, error) { return k.K(s, x, z) }, G.Add)
+}
+
+// Diag implements Kernel.
+func (ks Sum) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) {
+	return combine(ks, func(k Kernel) (*G.Node, error) { return k.Diag(s, x) }, G.Add)
+}
+
+// Params implements Kernel.
+func (ks Sum) Params() []*layers.Param { return allParams(ks) }
+
+// Noise implements Noiser.
+func (ks Sum) Noise(s *layers.Scope) (*G.Node, error) {
+	var ns []Kernel
+	for _, k := range ks {
+		if _, ok := k.(Noiser); ok {
+			ns = append(ns, k)
+		}
+	}
+	if len(ns) == 0 {
+		return G.NewScalar(s.G, G.Float64, G.WithValue(0.0), G.WithName("zero")), nil
+	}
+	return combine(ns, func(k Kernel) (*G.Node, error) { return k.(Noiser).Noise(s) }, G.Add)
+}
+
+// K implements Kernel.
+func (ks Product) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
+	return combine(ks, func(k Kernel) (*G.Node, error) { return k.K(s, x, z) }, G.HadamardProd)
+}
+
+// Diag implements Kernel.
+func (ks Product) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) {
+	return combine(ks, func(k Kernel) (*G.Node, error) { return k.Diag(s, x) }, G.HadamardProd)
+}
+
+// Params implements Kernel.
+func (ks Product) Params() []*layers.Param { return allParams(ks) }
+
+func combine(ks []Kernel, part func(Kernel) (*G.Node, error), op func(a, b *G.Node) (*G.Node, error)) (*G.Node, error) {
+	if len(ks) == 0 {
+		return nil, fmt.Errorf("kernels: empty combination")
+	}
+	acc, err := part(ks[0])
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ks[1:] {
+		n, err := part(k)
+		if err != nil {
+			return nil, err
+		}
+		if acc, err = op(acc, n); err != nil {
+			return nil, err
+		}
+	}
+	return acc, nil
+}
+
+func allParams(ks []Kernel) []*layers.Param {
+	var ps []*layers.Param
+	for _, k := range ks {
+		ps = append(ps, k.Params()...)
+	}
+	return ps
+}
+
+func sqrt(x float64) float64 { return math.Sqrt(x) }
