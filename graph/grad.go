@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"unsafe"
 
 	G "gorgonia.org/gorgonia"
@@ -28,7 +29,7 @@ type vjpRule func(n *G.Node, ch G.Nodes, grad *G.Node) (G.Nodes, error)
 // (OuterProd at first order; Slice, Sum and scalar Reshape at second order).
 // Keyed by the op's dynamic type name because the types are unexported.
 var overrides = map[string]vjpRule{
-	"gorgonia.outerProdOp": outerVJP,
+	"gorgonia.linAlgBinOp": linAlgVJP, // OuterProd has no op type of its own
 	"gorgonia.sumOp":       sumVJP,
 	"gorgonia.reshapeOp":   reshapeVJP,
 	"*gorgonia.sliceOp":    sliceVJP,
@@ -176,6 +177,21 @@ func addAll(ns G.Nodes) (*G.Node, error) {
 		ns = next
 	}
 	return ns[0], nil
+}
+
+// linAlgVJP handles gorgonia's linAlgBinOp, the one op type behind Mul (matrix
+// and vector products) and OuterProd: the outer product gets outerVJP, the
+// others keep Gorgonia's rules, which are correct. The operator field is
+// unexported, so the outer product is recognised by its printed form "a ⊗ b".
+func linAlgVJP(n *G.Node, ch G.Nodes, g *G.Node) (G.Nodes, error) {
+	if strings.Contains(n.Op().String(), "⊗") {
+		return outerVJP(n, ch, g)
+	}
+	grads, err := n.Op().(G.SDOp).SymDiff(ch, n, g)
+	if err == nil && len(grads) != len(ch) {
+		err = fmt.Errorf("op %v returned %d gradients for %d inputs", n.Op(), len(grads), len(ch))
+	}
+	return grads, err
 }
 
 // outerVJP: y = a bᵀ, so ā = Ȳ b and b̄ = Ȳᵀ a (Gorgonia's own rule forgets the transpose).

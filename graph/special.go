@@ -1,0 +1,241 @@
+package graph
+
+import (
+	"fmt"
+	"hash"
+	"math"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Special functions of the standard normal distribution as elementwise ops.
+// Gorgonia has no erf, so probit likelihoods need these. Each SymDiff is built
+// from nodes that are themselves differentiable (stock elementwise ops or the
+// ops of this file), so Grad can be applied to their gradients:
+//
+//	Φ' = φ,   φ' = −xφ,   (log Φ)' = λ,   λ' = −λ(x + λ),
+//
+// where λ = φ/Φ is the inverse Mills ratio.
+
+// specialFn selects the function a specialOp computes.
+type specialFn int
+
+const (
+	fnNormCDF specialFn = iota
+	fnNormPDF
+	fnLogNormCDF
+	fnInvMills
+	fnMillsGap
+)
+
+func (f specialFn) String() string {
+	switch f {
+	case fnNormCDF:
+		return "NormCDF"
+	case fnNormPDF:
+		return "NormPDF"
+	case fnLogNormCDF:
+		return "LogNormCDF"
+	case fnInvMills:
+		return "InvMills"
+	case fnMillsGap:
+		return "MillsGap"
+	}
+	return fmt.Sprintf("specialFn(%d)", int(f))
+}
+
+func (f specialFn) eval(x float64) float64 {
+	switch f {
+	case fnNormCDF:
+		return normCDF(x)
+	case fnNormPDF:
+		return normPDF(x)
+	case fnLogNormCDF:
+		return logNormCDF(x)
+	case fnInvMills:
+		return invMills(x)
+	case fnMillsGap:
+		return millsGap(x)
+	}
+	panic(fmt.Sprintf("graph: unknown special function %d", int(f)))
+}
+
+// specialOp applies a specialFn elementwise to a value of d dimensions
+// (d = 0 for a scalar); d is part of the op because it fixes the op's type.
+type specialOp struct {
+	pureOp
+	fn specialFn
+	d  int
+}
+
+// NormCDF returns Φ(x) elementwise: the probit link, which Gorgonia cannot
+// build (it has no erf). Below x = −5 it avoids erfc, whose rounded argument
+// would cost up to x²ε relative accuracy, and stays exact to a few ulps until
+// Φ underflows near x = −38; likelihoods should use LogNormCDF, which never
+// underflows. Its gradient is NormPDF, so it can be differentiated twice.
+func NormCDF(x *G.Node) (*G.Node, error) { return applySpecial(fnNormCDF, x) }
+
+// NormPDF returns φ(x) = exp(−x²/2)/√(2π) elementwise as one op, so that its
+// gradient −xφ(x) reuses the output node instead of rebuilding the exponential.
+func NormPDF(x *G.Node) (*G.Node, error) { return applySpecial(fnNormPDF, x) }
+
+// LogNormCDF returns log Φ(x) elementwise. Use it instead of Log(NormCDF(x)),
+// which becomes −Inf below x ≈ −38 with a NaN gradient (φ/Φ = 0/0), and
+// rounds to 0 above x ≈ 8: a continued fraction for the Mills ratio keeps
+// full relative precision in the lower tail (log Φ(−40) = −804.608…), and
+// log1p keeps it in the upper tail. Its gradient is InvMills, which stays
+// finite and accurate in both tails.
+func LogNormCDF(x *G.Node) (*G.Node, error) { return applySpecial(fnLogNormCDF, x) }
+
+// InvMills returns the inverse Mills ratio λ(x) = φ(x)/Φ(x) elementwise, the
+// derivative of log Φ. It is computed without forming φ/Φ in the lower tail,
+// where both underflow; there λ(x) ≈ −x. Its gradient −λ(x + λ) takes x + λ
+// from a separate op (millsGapNode) because forming it by addition would
+// cancel in the lower tail, where x + λ ≈ −1/x.
+func InvMills(x *G.Node) (*G.Node, error) { return applySpecial(fnInvMills, x) }
+
+// millsGapNode returns x + λ(x) elementwise, computed without cancellation.
+// Its gradient is 1 + λ' = 1 − λ(x + λ).
+func millsGapNode(x *G.Node) (*G.Node, error) { return applySpecial(fnMillsGap, x) }
+
+func applySpecial(fn specialFn, x *G.Node) (*G.Node, error) {
+	if x.Dtype() != tensor.Float64 {
+		return nil, fmt.Errorf("graph.%v: %v has dtype %v, want float64", fn, x.Name(), x.Dtype())
+	}
+	return G.ApplyOp(specialOp{fn: fn, d: x.Dims()}, x)
+}
+
+func (op specialOp) Arity() int    { return 1 }
+func (op specialOp) Type() hm.Type { return fnType(op.d, op.d) }
+func (op specialOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return shapeOf(in[0])
+}
+func (op specialOp) String() string        { return fmt.Sprintf("%v{%dd}", op.fn, op.d) }
+func (op specialOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op specialOp) Hashcode() uint32      { return hashOf(op) }
+func (op specialOp) DiffWRT(int) []bool    { return []bool{true} }
+
+func (op specialOp) Do(vs ...G.Value) (G.Value, error) {
+	x, err := Float64s(vs[0])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = op.fn.eval(v)
+	}
+	return NewValue(vs[0].Shape(), out), nil
+}
+
+func (op specialOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	x := in[0]
+	var d *G.Node // dy/dx
+	var err error
+	switch op.fn {
+	case fnNormCDF:
+		d, err = NormPDF(x)
+	case fnLogNormCDF:
+		d, err = InvMills(x)
+	case fnNormPDF: // −x φ
+		if d, err = G.HadamardProd(x, out); err == nil {
+			d, err = G.Neg(d)
+		}
+	case fnInvMills: // −λ (x + λ)
+		if d, err = millsGapNode(x); err == nil {
+			if d, err = G.HadamardProd(out, d); err == nil {
+				d, err = G.Neg(d)
+			}
+		}
+	case fnMillsGap: // 1 − λ (x + λ)
+		if d, err = InvMills(x); err == nil {
+			if d, err = G.HadamardProd(d, out); err == nil {
+				d, err = G.Sub(G.NewConstant(1.0, G.WithName("1")), d)
+			}
+		}
+	default:
+		err = fmt.Errorf("graph: no derivative for %v", op.fn)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := G.HadamardProd(d, g)
+	return G.Nodes{r}, err
+}
+
+const (
+	invSqrt2   = 0.70710678118654752440 // 1/√2
+	invSqrt2Pi = 0.39894228040143267794 // 1/√(2π)
+	logSqrt2Pi = 0.91893853320467274178 // log √(2π)
+	tailCut    = -5.0                   // at and below this, the continued fraction is used
+	millsTerms = 60                     // twice what full precision needs at x = tailCut
+)
+
+// normPDF is φ(x). x² is split as hi² + lo(x + hi) with hi² exact, because
+// the rounding of x² would reach the exponent and cost up to x²ε relative.
+func normPDF(x float64) float64 {
+	if math.IsInf(x, 0) {
+		return 0
+	}
+	hi := math.Float64frombits(math.Float64bits(x) &^ (1<<27 - 1))
+	lo := x - hi
+	return invSqrt2Pi * math.Exp(-0.5*hi*hi) * math.Exp(-0.5*lo*(x+hi))
+}
+
+// millsTail returns v = 1/(t + 2/(t + 3/(t + …))) for t ≥ −tailCut. Laplace's
+// continued fraction gives the Mills ratio (1 − Φ(t))/φ(t) = 1/(t + v), so at
+// x = −t the inverse Mills ratio is λ = t + v and x + λ = v, with no
+// cancellation.
+func millsTail(t float64) float64 {
+	v := 0.0
+	for k := millsTerms; k >= 2; k-- {
+		v = float64(k) / (t + v)
+	}
+	return 1 / (t + v)
+}
+
+// normCDF is Φ(x). In the lower tail Φ = φ(x)/(t + v) avoids erfc, whose
+// argument −x/√2 is rounded before the exponential amplifies the error.
+func normCDF(x float64) float64 {
+	if x <= tailCut {
+		t := -x
+		return normPDF(x) / (t + millsTail(t))
+	}
+	return 0.5 * math.Erfc(-x*invSqrt2)
+}
+
+// logNormCDF is log Φ(x). In the lower tail log Φ = −x²/2 − log√(2π) −
+// log(t + v) never forms Φ, which underflows below x ≈ −38; in the upper tail
+// log1p(−Φ(−x)) keeps the tiny result that log(1 − ε) would round to 0.
+func logNormCDF(x float64) float64 {
+	switch {
+	case x <= tailCut:
+		t := -x
+		return -0.5*x*x - logSqrt2Pi - math.Log(t+millsTail(t))
+	case x > 0:
+		return math.Log1p(-0.5 * math.Erfc(x*invSqrt2))
+	default:
+		return math.Log(0.5 * math.Erfc(-x*invSqrt2))
+	}
+}
+
+// invMills is λ(x) = φ(x)/Φ(x); in the lower tail λ = t + v, which stays
+// accurate (≈ −x) where φ and Φ both underflow.
+func invMills(x float64) float64 {
+	if x <= tailCut {
+		t := -x
+		return t + millsTail(t)
+	}
+	return normPDF(x) / normCDF(x)
+}
+
+// millsGap is x + λ(x) > 0, the factor in λ' = −λ(x + λ). Forming it as
+// x + invMills(x) would cancel catastrophically in the lower tail (x + λ ≈
+// −1/x), so there it is the continued-fraction remainder v itself.
+func millsGap(x float64) float64 {
+	if x <= tailCut {
+		return millsTail(-x)
+	}
+	return x + invMills(x)
+}

@@ -1,0 +1,423 @@
+package graph
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"sync"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// High-precision references for φ and Φ, computed with math/big so the test
+// does not depend on any float64 erf: Φ(x) = 1/2 + φ(x) Σ x^{2n+1}/(2n+1)!!
+// (Marsaglia's series, exact for every x), with 2400 bits so that the
+// cancellation at x = −40 (Φ ≈ 1e−350 from terms ≈ 1e+347) leaves > 500 digits.
+
+const refPrec = 2400
+
+func bigF(v float64) *big.Float { return new(big.Float).SetPrec(refPrec).SetFloat64(v) }
+
+// bigPi uses Machin's formula π = 16 atan(1/5) − 4 atan(1/239).
+func bigPi() *big.Float {
+	atanInv := func(k int64) *big.Float {
+		kk := bigF(float64(k))
+		k2 := new(big.Float).SetPrec(refPrec).Mul(kk, kk)
+		pw := new(big.Float).SetPrec(refPrec).Quo(bigF(1), kk)
+		sum := bigF(0)
+		for n := int64(0); pw.MantExp(nil) > -refPrec-16; n++ {
+			term := new(big.Float).SetPrec(refPrec).Quo(pw, bigF(float64(2*n+1)))
+			if n%2 == 0 {
+				sum.Add(sum, term)
+			} else {
+				sum.Sub(sum, term)
+			}
+			pw.Quo(pw, k2)
+		}
+		return sum
+	}
+	a := atanInv(5)
+	a.Mul(a, bigF(16))
+	b := atanInv(239)
+	b.Mul(b, bigF(4))
+	return a.Sub(a, b)
+}
+
+// bigExp computes e^y as (Taylor series of e^{y/2^m})^(2^m).
+func bigExp(y *big.Float) *big.Float {
+	const m = 20
+	r := new(big.Float).SetPrec(refPrec).SetMantExp(y, -m)
+	sum, term := bigF(1), bigF(1)
+	for n := 1; term.Sign() != 0 && term.MantExp(nil) > -refPrec-16; n++ {
+		term.Mul(term, r)
+		term.Quo(term, bigF(float64(n)))
+		sum.Add(sum, term)
+	}
+	for i := 0; i < m; i++ {
+		sum.Mul(sum, sum)
+	}
+	return sum
+}
+
+var (
+	refSqrt2Pi     *big.Float
+	refSqrt2PiOnce sync.Once
+)
+
+// refNormal returns φ(x) and Φ(x) to far more than float64 precision.
+func refNormal(x float64) (pdf, cdf *big.Float) {
+	refSqrt2PiOnce.Do(func() {
+		p := bigPi()
+		p.Mul(p, bigF(2))
+		refSqrt2Pi = new(big.Float).SetPrec(refPrec).Sqrt(p)
+	})
+	X := bigF(x)
+	x2 := new(big.Float).SetPrec(refPrec).Mul(X, X)
+	e := bigExp(new(big.Float).SetPrec(refPrec).Quo(new(big.Float).Neg(x2), bigF(2)))
+	pdf = new(big.Float).SetPrec(refPrec).Quo(e, refSqrt2Pi)
+	sum := bigF(0)
+	term := new(big.Float).SetPrec(refPrec).Set(X)
+	for n := 0; term.Sign() != 0; n++ {
+		sum.Add(sum, term)
+		term.Mul(term, x2)
+		term.Quo(term, bigF(float64(2*n+3)))
+		if n > 10 && sum.Sign() != 0 && term.MantExp(nil) < sum.MantExp(nil)-refPrec-16 {
+			break
+		}
+	}
+	cdf = new(big.Float).SetPrec(refPrec).Mul(pdf, sum)
+	cdf.Add(cdf, bigF(0.5))
+	return pdf, cdf
+}
+
+// bigLog returns log v as a float64 (v may be far outside float64's range).
+func bigLog(v *big.Float) float64 {
+	mant := new(big.Float)
+	e := v.MantExp(mant)
+	f, _ := mant.Float64()
+	return math.Log(f) + float64(e)*math.Ln2
+}
+
+type specialRef struct {
+	x                          float64
+	pdf, cdf, logCDF, invMills float64
+	gap                        float64 // x + λ(x)
+}
+
+func specialRefs(xs ...float64) []specialRef {
+	out := make([]specialRef, len(xs))
+	for i, x := range xs {
+		pdf, cdf := refNormal(x)
+		r := specialRef{x: x}
+		r.pdf, _ = pdf.Float64()
+		r.cdf, _ = cdf.Float64()
+		if x > 0 { // log(1 − Q) with Q = 1 − Φ formed exactly in big
+			q := new(big.Float).SetPrec(refPrec).Sub(bigF(1), cdf)
+			qf, _ := q.Float64()
+			r.logCDF = math.Log1p(-qf)
+		} else {
+			r.logCDF = bigLog(cdf)
+		}
+		lam := new(big.Float).SetPrec(refPrec).Quo(pdf, cdf)
+		r.invMills, _ = lam.Float64()
+		r.gap, _ = lam.Add(lam, bigF(x)).Float64()
+		out[i] = r
+	}
+	return out
+}
+
+var specialPoints = []float64{-40, -30, -20, -10, -5.5, -5, -4.5, -3, -1, -0.5, 0, 0.5, 1, 3, 5, 10}
+
+// relTo is |got − want| / |want| (0 when both are 0).
+func relTo(got, want float64) float64 {
+	if got == want {
+		return 0
+	}
+	return math.Abs(got-want) / math.Abs(want)
+}
+
+func TestSpecialReferenceSanity(t *testing.T) {
+	// Independent checks of the reference itself: the value quoted for
+	// log Φ(−40) and the identities Φ(0) = 1/2, Φ(x) + Φ(−x) = 1.
+	r := specialRefs(-40, 0)
+	if r[0].logCDF != -804.6084420137538 {
+		t.Errorf("reference log Φ(−40) = %.17g, want -804.6084420137538", r[0].logCDF)
+	}
+	if r[1].cdf != 0.5 || r[1].pdf != 1/math.Sqrt(2*math.Pi) {
+		t.Errorf("reference Φ(0) = %v, φ(0) = %v", r[1].cdf, r[1].pdf)
+	}
+	_, a := refNormal(1.5)
+	_, b := refNormal(-1.5)
+	if s, _ := new(big.Float).Add(a, b).Float64(); s != 1 {
+		t.Errorf("reference Φ(1.5) + Φ(−1.5) = %v", s)
+	}
+}
+
+// TestSpecialForward compares the float64 kernels and the graph ops (on a
+// vector, a matrix and scalars) with the high-precision references.
+func TestSpecialForward(t *testing.T) {
+	refs := specialRefs(specialPoints...)
+	type fn struct {
+		name string
+		f    func(float64) float64
+		op   func(*G.Node) (*G.Node, error)
+		ref  func(specialRef) float64
+		tol  float64
+	}
+	fns := []fn{
+		{"NormCDF", normCDF, NormCDF, func(r specialRef) float64 { return r.cdf }, 4e-15},
+		{"NormPDF", normPDF, NormPDF, func(r specialRef) float64 { return r.pdf }, 4e-15},
+		{"LogNormCDF", logNormCDF, LogNormCDF, func(r specialRef) float64 { return r.logCDF }, 4e-15},
+		{"InvMills", invMills, InvMills, func(r specialRef) float64 { return r.invMills }, 4e-15},
+		// x + λ cancels for −5 < x < 0 (at x = −4.5 λ ≈ 4.7, x + λ ≈ 0.2), so
+		// λ's few-ulp error grows by up to 25×; below −5 it is exact.
+		{"millsGap", millsGap, millsGapNode, func(r specialRef) float64 { return r.gap }, 1e-13},
+	}
+	xs := make([]float64, len(refs))
+	for i, r := range refs {
+		xs[i] = r.x
+	}
+	for _, f := range fns {
+		worst := 0.0
+		for _, r := range refs {
+			got, want := f.f(r.x), f.ref(r)
+			e := relTo(got, want)
+			worst = math.Max(worst, e)
+			if !(e <= f.tol) {
+				t.Errorf("%s(%v) = %.17g, want %.17g (relative error %.2g)", f.name, r.x, got, want, e)
+			}
+		}
+		t.Logf("%-10s max relative error %.2g over %v", f.name, worst, xs)
+
+		// Through the graph: a vector, a matrix and a scalar input.
+		g := G.NewGraph()
+		v := param(g, "v", tensor.Shape{len(xs)}, xs...)
+		m := param(g, "m", tensor.Shape{2, len(xs) / 2}, xs...)
+		s := param(g, "s", nil, -40)
+		yv, ym, ys := must(f.op(v)), must(f.op(m)), must(f.op(s))
+		if !sameShape(yv.Shape(), v.Shape()) || !sameShape(ym.Shape(), m.Shape()) || !ys.IsScalar() {
+			t.Fatalf("%s: shapes %v %v %v", f.name, yv.Shape(), ym.Shape(), ys.Shape())
+		}
+		p := run(t, g, yv, ym, ys)
+		for _, y := range []*G.Node{yv, ym} {
+			got, err := p.Float64s(y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range refs {
+				if got[i] != f.f(r.x) {
+					t.Errorf("%s node %v[%d] = %v, want %v", f.name, y.Shape(), i, got[i], f.f(r.x))
+				}
+			}
+		}
+		if got, err := p.Scalar(ys); err != nil || got != f.f(-40) {
+			t.Errorf("%s scalar node = %v (%v), want %v", f.name, got, err, f.f(-40))
+		}
+	}
+}
+
+// Far beyond any reference, the asymptotic expansions are exact to float64.
+func TestSpecialFarTail(t *testing.T) {
+	for _, x := range []float64{-1e3, -1e5, -1e8} {
+		u := 1 / (x * x)
+		wantLam := -x * (1 + u*(1-u*(2-10*u)))
+		wantLog := -0.5*x*x - math.Log(-x) - logSqrt2Pi + math.Log1p(-u*(1-u*(2.5-u*37.0/3)))
+		if e := relTo(invMills(x), wantLam); e > 4e-16 {
+			t.Errorf("InvMills(%g) = %.17g, want %.17g", x, invMills(x), wantLam)
+		}
+		if e := relTo(logNormCDF(x), wantLog); e > 4e-16 {
+			t.Errorf("LogNormCDF(%g) = %.17g, want %.17g", x, logNormCDF(x), wantLog)
+		}
+	}
+	if v := invMills(math.Inf(-1)); !math.IsInf(v, 1) {
+		t.Errorf("InvMills(−Inf) = %v, want +Inf", v)
+	}
+	if v := logNormCDF(math.Inf(-1)); !math.IsInf(v, -1) {
+		t.Errorf("LogNormCDF(−Inf) = %v, want −Inf", v)
+	}
+	if v := logNormCDF(math.Inf(1)); v != 0 {
+		t.Errorf("LogNormCDF(+Inf) = %v, want 0", v)
+	}
+	if v := invMills(math.Inf(1)); v != 0 {
+		t.Errorf("InvMills(+Inf) = %v, want 0", v)
+	}
+	if !math.IsNaN(logNormCDF(math.NaN())) || !math.IsNaN(invMills(math.NaN())) {
+		t.Error("NaN must propagate")
+	}
+	// The two branches meet at the tail cut without a visible step.
+	lo, hi := math.Nextafter(tailCut, math.Inf(-1)), math.Nextafter(tailCut, math.Inf(1))
+	for name, f := range map[string]func(float64) float64{"LogNormCDF": logNormCDF, "InvMills": invMills} {
+		if e := relTo(f(hi), f(lo)); e > 4e-15 {
+			t.Errorf("%s jumps by %.2g (relative) across x = %v", name, e, tailCut)
+		}
+	}
+}
+
+type specialOpCase struct {
+	name string
+	op   func(*G.Node) (*G.Node, error)
+	f    func(float64) float64
+	xs   []float64
+	step float64 // finite-difference step; φ-like functions in the tail need a small one
+}
+
+var specialOpCases = []specialOpCase{
+	{"NormCDF", NormCDF, normCDF, []float64{-3, -1, 0, 0.7, 2.5}, 0},
+	{"NormCDF/tail", NormCDF, normCDF, []float64{-30, -10, -5}, 1e-5},
+	{"NormPDF", NormPDF, normPDF, []float64{-2, -0.5, 0, 0.3, 1.5, 4}, 0},
+	{"NormPDF/tail", NormPDF, normPDF, []float64{-30, -10}, 1e-5},
+	{"LogNormCDF", LogNormCDF, logNormCDF, []float64{-40, -30, -20, -10, -5, -3, -1, 0, 3}, 0},
+	{"LogNormCDF/upper tail", LogNormCDF, logNormCDF, []float64{6, 10}, 1e-5},
+	{"InvMills", InvMills, invMills, []float64{-40, -30, -20, -10, -5, -3, -1, 0, 3}, 0},
+	{"InvMills/upper tail", InvMills, invMills, []float64{6, 10}, 1e-5},
+	{"millsGap", millsGapNode, millsGap, []float64{-40, -30, -10, -5, -3, -1, 0, 3, 10}, 0},
+}
+
+// specialCost is Σ w ⊙ op(θ) with fixed weights w_k/|op(θ_k)|: scaling each
+// term to order one makes the checker's relative error meaningful for
+// values such as Φ(−30) ≈ 5e−198 or log Φ(10) ≈ −8e−24.
+func specialCost(c specialOpCase, x *G.Node) (*G.Node, error) {
+	y, err := c.op(x)
+	if err != nil {
+		return nil, err
+	}
+	xs, err := Float64s(x.Value())
+	if err != nil {
+		return nil, err
+	}
+	ws := weights(len(xs))
+	for k, v := range xs {
+		ws[k] /= math.Abs(c.f(v))
+	}
+	w := param(x.Graph(), "w", x.Shape(), ws...)
+	if y, err = G.HadamardProd(w, y); err != nil {
+		return nil, err
+	}
+	return G.Sum(y)
+}
+
+// TestSpecialGrad checks first and second derivatives of each op at each
+// point separately (a scalar parameter), and once on a vector of all the
+// points.
+func TestSpecialGrad(t *testing.T) {
+	for _, c := range specialOpCases {
+		check := func(t *testing.T, shape tensor.Shape, xs []float64) {
+			for order, checker := range []func(*G.Node, G.Nodes, CheckOptions) (CheckReport, error){CheckGrad, CheckGrad2} {
+				g := G.NewGraph()
+				x := param(g, "x", shape, xs...)
+				cost, err := specialCost(c, x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep, err := checker(cost, G.Nodes{x}, CheckOptions{Step: c.step, Seed: 3})
+				if err != nil {
+					t.Fatalf("order %d: %v", order+1, err)
+				}
+				if !(rep.MaxRelErr <= 1e-6) {
+					p := rep.Params[0]
+					t.Errorf("order %d at %v: relative error %.3g; analytic %v, numeric %v", order+1, xs, rep.MaxRelErr, p.Analytic, p.Numeric)
+				} else {
+					t.Logf("order %d at %v: relative error %.2g", order+1, xs, rep.MaxRelErr)
+				}
+			}
+		}
+		t.Run(c.name, func(t *testing.T) {
+			for _, x := range c.xs {
+				check(t, nil, []float64{x})
+			}
+			check(t, tensor.Shape{len(c.xs)}, c.xs)
+		})
+	}
+}
+
+// TestInvMillsSlopeFarTail checks the graph's λ' = −λ(x + λ) where forming
+// x + λ by addition would have lost most or all digits: for x ≤ −1e3 the
+// asymptotic series λ' = −(1 − u + 6u² − 50u³), u = 1/x², is exact to float64.
+func TestInvMillsSlopeFarTail(t *testing.T) {
+	xs := []float64{-1e3, -1e4, -1e6}
+	g := G.NewGraph()
+	x := param(g, "x", tensor.Shape{len(xs)}, xs...)
+	d, err := Grad(must(G.Sum(must(InvMills(x)))), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := run(t, g, d[0])
+	got, _ := p.Float64s(d[0])
+	for i, v := range xs {
+		u := 1 / (v * v)
+		want := -(1 - u*(1-u*(6-50*u)))
+		if e := relTo(got[i], want); e > 1e-15 {
+			t.Errorf("λ'(%g) = %.17g, want %.17g (relative error %.2g)", v, got[i], want, e)
+		}
+	}
+}
+
+// TestProbitLikelihoodSecondOrder differentiates a probit log-likelihood
+// Σ log Φ(y ⊙ f) twice with respect to the latent f, including a point deep
+// in the tail, and checks the Hessian diagonal in closed form:
+// ∂²/∂f² log Φ(yf) = −λ(yf)(yf + λ(yf)) (y² = 1).
+func TestProbitLikelihoodSecondOrder(t *testing.T) {
+	fs := []float64{-25, -2, 0.3, 1.7, 6}
+	ys := []float64{1, -1, 1, -1, -1}
+	g := G.NewGraph()
+	f := param(g, "f", tensor.Shape{len(fs)}, fs...)
+	y := param(g, "y", tensor.Shape{len(ys)}, ys...)
+	z := must(G.HadamardProd(y, f))
+	ll := must(G.Sum(must(LogNormCDF(z))))
+	gf, err := Grad(ll, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Hessian is diagonal, so the gradient of Σ ∂ll/∂f_i is its diagonal.
+	diag, err := Grad(must(G.Sum(gf[0])), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := run(t, g, gf[0], diag[0])
+	g1, _ := p.Float64s(gf[0])
+	g2, _ := p.Float64s(diag[0])
+	for i := range fs {
+		zi := ys[i] * fs[i]
+		lam := invMills(zi)
+		if e := relTo(g1[i], ys[i]*lam); e > 1e-14 {
+			t.Errorf("∂ll/∂f[%d] = %v, want %v", i, g1[i], ys[i]*lam)
+		}
+		want := -lam * (zi + lam)
+		if e := relTo(g2[i], want); e > 1e-12 {
+			t.Errorf("∂²ll/∂f[%d]² = %v, want %v", i, g2[i], want)
+		}
+	}
+	for _, order := range []int{1, 2} {
+		g := G.NewGraph()
+		f := param(g, "f", tensor.Shape{len(fs)}, fs...)
+		y := param(g, "y", tensor.Shape{len(ys)}, ys...)
+		ll := must(G.Sum(must(LogNormCDF(must(G.HadamardProd(y, f))))))
+		check := CheckGrad
+		if order == 2 {
+			check = CheckGrad2
+		}
+		rep, err := check(ll, G.Nodes{f}, CheckOptions{Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(rep.MaxRelErr <= 1e-6) {
+			t.Errorf("order %d: relative error %.3g", order, rep.MaxRelErr)
+		}
+	}
+}
+
+func TestSpecialOpHashes(t *testing.T) {
+	// Distinct functions and ranks must not be merged by hash-consing.
+	seen := map[uint32]string{}
+	for _, fn := range []specialFn{fnNormCDF, fnNormPDF, fnLogNormCDF, fnInvMills} {
+		for d := 0; d < 3; d++ {
+			op := specialOp{fn: fn, d: d}
+			if prev, ok := seen[op.Hashcode()]; ok {
+				t.Errorf("%v and %v hash equal", op, prev)
+			}
+			seen[op.Hashcode()] = fmt.Sprint(op)
+		}
+	}
+}
