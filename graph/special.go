@@ -239,3 +239,8 @@ func millsGap(x float64) float64 {
 	}
 	return x + invMills(x)
 }
+
+// MillsGap returns x + λ(x) elementwise without the cancellation that forming
+// the sum suffers far in the lower tail. It is the curvature term of log Φ:
+// d²/dx² log Φ(x) = −λ(x)(x + λ(x)).
+func MillsGap(x *G.Node) (*G.Node, error) { return millsGapNode(x) }

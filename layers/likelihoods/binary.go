@@ -1,0 +1,229 @@
+package likelihoods
+
+import (
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
+)
+
+// Bernoulli is a binary likelihood p(y=1|f) = σ(f) for a link σ; labels 0/1
+// are encoded as y = ∓1 so that p(y|f) = σ(y·f) for symmetric links.
+type Bernoulli struct {
+	// Link is "probit" (σ = Φ) or "logit" (σ = logistic).
+	Link string
+	// Points is the number of Gauss–Hermite nodes for E[log σ(y f)].
+	Points int
+}
+
+// NewProbit returns the probit likelihood with 20 quadrature points.
+func NewProbit() *Bernoulli { return &Bernoulli{Link: "probit", Points: 20} }
+
+// NewLogit returns the logit likelihood with 20 quadrature points.
+func NewLogit() *Bernoulli { return &Bernoulli{Link: "logit", Points: 20} }
+
+// Latent implements Likelihood: one latent function.
+func (l *Bernoulli) Latent(classes int) int { return 1 }
+
+// Params implements Likelihood.
+func (l *Bernoulli) Params() []*layers.Param { return nil }
+
+// Targets implements Likelihood: label 1 → +1, label 0 → −1.
+func (l *Bernoulli) Targets(labels []int, classes int) ([]float64, int) {
+	y := make([]float64, len(labels))
+	for i, v := range labels {
+		y[i] = 2*float64(v) - 1
+	}
+	return y, 1
+}
+
+// logLink returns log σ(z) elementwise.
+func (l *Bernoulli) logLink(z *G.Node) (*G.Node, error) {
+	switch l.Link {
+	case "probit":
+		return graph.LogNormCDF(z)
+	case "logit": // log σ(z) = −softplus(−z)
+		nz, err := G.Neg(z)
+		if err != nil {
+			return nil, err
+		}
+		sp, err := G.Softplus(nz)
+		if err != nil {
+			return nil, err
+		}
+		return G.Neg(sp)
+	}
+	return nil, fmt.Errorf("likelihoods: unknown link %q (want probit or logit)", l.Link)
+}
+
+func single(mu, v *G.Node) (m, s *G.Node, err error) {
+	ms := mu.Shape()
+	if len(ms) != 2 || ms[1] != 1 {
+		return nil, nil, fmt.Errorf("likelihoods: binary likelihood wants n×1 marginals, got %v", ms)
+	}
+	if m, err = Column(mu, 0); err != nil {
+		return nil, nil, err
+	}
+	s, err = Column(v, 0)
+	return m, s, err
+}
+
+// ExpectedLogLik implements Likelihood.
+func (l *Bernoulli) ExpectedLogLik(s *layers.Scope, mu, v, y *G.Node) (*G.Node, error) {
+	m, vv, err := single(mu, v)
+	if err != nil {
+		return nil, err
+	}
+	yv, err := Column(y, 0)
+	if err != nil {
+		return nil, err
+	}
+	n := m.Shape()[0]
+	return Expect1D(s.G, m, vv, l.Points, func(f *G.Node) (*G.Node, error) {
+		yb, err := graph.BroadcastTo(yv, tensor.Shape{n, l.Points}, []int{1})
+		if err != nil {
+			return nil, err
+		}
+		z, err := G.HadamardProd(f, yb)
+		if err != nil {
+			return nil, err
+		}
+		return l.logLink(z)
+	})
+}
+
+// Predict implements Likelihood: columns p(y=0), p(y=1). The probit case is
+// closed form, Φ(μ/√(1+v)); the logit case uses quadrature.
+func (l *Bernoulli) Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
+	m, vv, err := single(mu, v)
+	if err != nil {
+		return nil, err
+	}
+	var p1 *G.Node
+	if l.Link == "probit" {
+		den, err := G.Add(vv, G.NewConstant(1.0))
+		if err != nil {
+			return nil, err
+		}
+		if den, err = G.Sqrt(den); err != nil {
+			return nil, err
+		}
+		z, err := G.HadamardDiv(m, den)
+		if err != nil {
+			return nil, err
+		}
+		if p1, err = graph.NormCDF(z); err != nil {
+			return nil, err
+		}
+	} else {
+		p1, err = Expect1D(s.G, m, vv, l.Points, func(f *G.Node) (*G.Node, error) {
+			lp, err := l.logLink(f)
+			if err != nil {
+				return nil, err
+			}
+			return G.Exp(lp)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	p0, err := G.Sub(G.NewConstant(1.0), p1)
+	if err != nil {
+		return nil, err
+	}
+	return Columns(p0, p1)
+}
+
+// Gaussian is p(y|f) = N(y | f, σ²), for regression and for tests against the
+// exact GP marginal likelihood. Targets are the labels' numeric values; use
+// GaussianTargets for real-valued targets.
+type Gaussian struct {
+	Variance *layers.Param
+}
+
+// NewGaussian returns a Gaussian likelihood with noise variance v (trainable).
+func NewGaussian(name string, v float64) *Gaussian {
+	return &Gaussian{layers.NewParam(name+"/variance", tensor.ScalarShape(), v, layers.Exp)}
+}
+
+// Latent implements Likelihood.
+func (l *Gaussian) Latent(classes int) int { return 1 }
+
+// Params implements Likelihood.
+func (l *Gaussian) Params() []*layers.Param { return []*layers.Param{l.Variance} }
+
+// Targets implements Likelihood.
+func (l *Gaussian) Targets(labels []int, classes int) ([]float64, int) {
+	y := make([]float64, len(labels))
+	for i, v := range labels {
+		y[i] = float64(v)
+	}
+	return y, 1
+}
+
+// ExpectedLogLik implements Likelihood in closed form:
+// −½ log 2πσ² − ((y−μ)² + v)/(2σ²).
+func (l *Gaussian) ExpectedLogLik(s *layers.Scope, mu, v, y *G.Node) (*G.Node, error) {
+	m, vv, err := single(mu, v)
+	if err != nil {
+		return nil, err
+	}
+	yv, err := Column(y, 0)
+	if err != nil {
+		return nil, err
+	}
+	s2, err := s.Node(l.Variance)
+	if err != nil {
+		return nil, err
+	}
+	r, err := G.Sub(yv, m)
+	if err != nil {
+		return nil, err
+	}
+	if r, err = G.Square(r); err != nil {
+		return nil, err
+	}
+	if r, err = G.Add(r, vv); err != nil {
+		return nil, err
+	}
+	twoS2, err := G.HadamardProd(s2, G.NewConstant(2.0))
+	if err != nil {
+		return nil, err
+	}
+	if r, err = G.HadamardDiv(r, twoS2); err != nil {
+		return nil, err
+	}
+	logNorm, err := G.HadamardProd(s2, G.NewConstant(2*math.Pi))
+	if err != nil {
+		return nil, err
+	}
+	if logNorm, err = G.Log(logNorm); err != nil {
+		return nil, err
+	}
+	if logNorm, err = G.HadamardProd(logNorm, G.NewConstant(-0.5)); err != nil {
+		return nil, err
+	}
+	return G.Sub(logNorm, r)
+}
+
+// Predict implements Likelihood: for a Gaussian it returns the predictive mean
+// and variance of y as two columns, not class probabilities.
+func (l *Gaussian) Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
+	m, vv, err := single(mu, v)
+	if err != nil {
+		return nil, err
+	}
+	s2, err := s.Node(l.Variance)
+	if err != nil {
+		return nil, err
+	}
+	pv, err := G.Add(vv, s2)
+	if err != nil {
+		return nil, err
+	}
+	return Columns(m, pv)
+}

@@ -1,0 +1,165 @@
+// Package likelihoods provides observation models for GP classifiers as graph
+// code: each computes the expected log-likelihood under Gaussian marginals of
+// the latent functions, and predictive class probabilities. A user-defined
+// likelihood implements Likelihood the same way; Expect1D does the
+// one-dimensional Gauss–Hermite quadrature most of them need.
+package likelihoods
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"gonum.org/v1/gonum/integrate/quad"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
+)
+
+// Likelihood is an observation model p(y | f) for C classes.
+type Likelihood interface {
+	// Latent is the number of latent functions for the given number of classes.
+	Latent(classes int) int
+	// Targets encodes labels as the rows of the n×width target matrix that
+	// ExpectedLogLik receives.
+	Targets(labels []int, classes int) (data []float64, width int)
+	// ExpectedLogLik returns the n-vector E[log p(y_i | f_i)] where f_i has
+	// independent Gaussian marginals with n×L means mu and variances v.
+	ExpectedLogLik(s *layers.Scope, mu, v, y *G.Node) (*G.Node, error)
+	// Predict returns the n×C matrix of predictive class probabilities.
+	Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error)
+	// Params returns the likelihood's trainable parameters (often none).
+	Params() []*layers.Param
+}
+
+// Hermite returns Gauss–Hermite nodes and weights for ∫ e^{−t²} f(t) dt.
+func Hermite(points int) (t, w []float64) {
+	hermiteMu.Lock()
+	defer hermiteMu.Unlock()
+	if c, ok := hermiteCache[points]; ok {
+		return c[0], c[1]
+	}
+	t, w = make([]float64, points), make([]float64, points)
+	quad.Hermite{}.FixedLocations(t, w, math.Inf(-1), math.Inf(1))
+	hermiteCache[points] = [2][]float64{t, w}
+	return t, w
+}
+
+var (
+	hermiteMu    sync.Mutex
+	hermiteCache = map[int][2][]float64{}
+)
+
+// constant returns a graph input node holding fixed data; its name encodes the
+// data's identity so that Gorgonia's node merging cannot confuse two of them.
+func constant(g *G.ExprGraph, name string, shape tensor.Shape, data []float64) *G.Node {
+	if shape.IsScalar() {
+		return G.NewScalar(g, G.Float64, G.WithName(name), G.WithValue(data[0]))
+	}
+	return G.NewTensor(g, G.Float64, shape.Dims(), G.WithShape(shape...), G.WithName(name),
+		G.WithValue(tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(append([]float64(nil), data...)))))
+}
+
+// quadNodes returns F (n×K) with F_ik = μ_i + √(2 v_i) t_k, and the row of
+// weights w_k/√π as a K×1 matrix, so that E[h(f_i)] ≈ (h(F) W)_i.
+func quadNodes(g *G.ExprGraph, mu, v *G.Node, points int) (f, w *G.Node, err error) {
+	n := mu.Shape()[0]
+	t, wt := Hermite(points)
+	ws := make([]float64, points)
+	for k := range ws {
+		ws[k] = wt[k] / math.SqrtPi
+	}
+	tn := constant(g, fmt.Sprintf("gh%d/t", points), tensor.Shape{points}, t)
+	w = constant(g, fmt.Sprintf("gh%d/w", points), tensor.Shape{points, 1}, ws)
+	sd, err := G.HadamardProd(v, G.NewConstant(2.0))
+	if err != nil {
+		return nil, nil, err
+	}
+	if sd, err = G.Sqrt(sd); err != nil {
+		return nil, nil, err
+	}
+	nk := tensor.Shape{n, points}
+	sdB, err := graph.BroadcastTo(sd, nk, []int{1})
+	if err != nil {
+		return nil, nil, err
+	}
+	tB, err := graph.BroadcastTo(tn, nk, []int{0})
+	if err != nil {
+		return nil, nil, err
+	}
+	muB, err := graph.BroadcastTo(mu, nk, []int{1})
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := G.HadamardProd(sdB, tB)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err = G.Add(muB, st)
+	return f, w, err
+}
+
+// Expect1D returns the n-vector E[h(f_i)] for f_i ~ N(mu_i, v_i) by
+// Gauss–Hermite quadrature with the given number of points; h maps the n×K
+// matrix of quadrature nodes to an n×K matrix of values. It is the building
+// block for user-defined likelihoods.
+func Expect1D(g *G.ExprGraph, mu, v *G.Node, points int, h func(f *G.Node) (*G.Node, error)) (*G.Node, error) {
+	if mu.Dims() != 1 || v.Dims() != 1 {
+		return nil, fmt.Errorf("likelihoods.Expect1D: want vectors, got shapes %v and %v", mu.Shape(), v.Shape())
+	}
+	f, w, err := quadNodes(g, mu, v, points)
+	if err != nil {
+		return nil, err
+	}
+	hv, err := h(f)
+	if err != nil {
+		return nil, err
+	}
+	e, err := graph.MatMul(hv, w, false, false)
+	if err != nil {
+		return nil, err
+	}
+	return graph.Reshape(e, tensor.Shape{mu.Shape()[0]})
+}
+
+// Column returns column j of an n×L matrix as an n-vector.
+func Column(x *G.Node, j int) (*G.Node, error) {
+	c, err := graph.Take(x, 1, j, j+1)
+	if err != nil {
+		return nil, err
+	}
+	return graph.Reshape(c, tensor.Shape{x.Shape()[0]})
+}
+
+// Columns stacks n-vectors as the columns of an n×len(cols) matrix.
+func Columns(cols ...*G.Node) (*G.Node, error) {
+	n := cols[0].Shape()[0]
+	out := tensor.Shape{n, len(cols)}
+	var acc *G.Node
+	for j, c := range cols {
+		r, err := graph.Reshape(c, tensor.Shape{n, 1})
+		if err != nil {
+			return nil, err
+		}
+		if r, err = graph.Scatter(r, out, 1, j); err != nil {
+			return nil, err
+		}
+		if acc == nil {
+			acc = r
+		} else if acc, err = G.Add(acc, r); err != nil {
+			return nil, err
+		}
+	}
+	return acc, nil
+}
+
+// oneHot encodes labels as rows of an n×C indicator matrix.
+func oneHot(labels []int, classes int) []float64 {
+	y := make([]float64, len(labels)*classes)
+	for i, l := range labels {
+		y[i*classes+l] = 1
+	}
+	return y
+}
