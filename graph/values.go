@@ -69,3 +69,19 @@ func mustF64(v G.Value) []float64 {
 	}
 	return f
 }
+
+// Chain threads the first error through a sequence of graph constructions,
+// so that long formulas read as formulas: after an error every Do returns nil
+// and Err reports the first failure.
+type Chain struct{ Err error }
+
+// Do returns n, or nil once any step has failed.
+func (c *Chain) Do(n *G.Node, err error) *G.Node {
+	if c.Err == nil && err != nil {
+		c.Err = err
+	}
+	if c.Err != nil {
+		return nil
+	}
+	return n
+}

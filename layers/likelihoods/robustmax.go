@@ -105,44 +105,44 @@ func (l *RobustMax) argmaxProb(s *layers.Scope, mu, v, y *G.Node) (*G.Node, erro
 	}
 	k := l.Points
 	nc, nk, nck := tensor.Shape{n, c}, tensor.Shape{n, k}, tensor.Shape{n, c, k}
-	e := &chain{}
-	muY := e.do(rowDot(mu, y))
-	sdY := e.do(G.Sqrt(e.do(rowDot(v, y))))
-	sd := e.do(G.Sqrt(v))
-	a := e.do(G.HadamardDiv(e.do(G.Sub(e.do(graph.BroadcastTo(muY, nc, []int{1})), mu)), sd))
-	b := e.do(G.HadamardDiv(e.do(graph.BroadcastTo(sdY, nc, []int{1})), sd))
-	other := e.do(G.Sub(G.NewConstant(1.0), y))
-	ob := e.do(G.HadamardProd(other, b))
-	ob2 := e.do(G.HadamardProd(ob, b))
-	if e.err != nil {
-		return nil, e.err
+	e := &graph.Chain{}
+	muY := e.Do(rowDot(mu, y))
+	sdY := e.Do(G.Sqrt(e.Do(rowDot(v, y))))
+	sd := e.Do(G.Sqrt(v))
+	a := e.Do(G.HadamardDiv(e.Do(G.Sub(e.Do(graph.BroadcastTo(muY, nc, []int{1})), mu)), sd))
+	b := e.Do(G.HadamardDiv(e.Do(graph.BroadcastTo(sdY, nc, []int{1})), sd))
+	other := e.Do(G.Sub(G.NewConstant(1.0), y))
+	ob := e.Do(G.HadamardProd(other, b))
+	ob2 := e.Do(G.HadamardProd(ob, b))
+	if e.Err != nil {
+		return nil, e.Err
 	}
 	var z, scale *G.Node // mode and width of the rule in z; nil means 0 and 1
 	if !l.Plain {
 		for it := 0; it <= l.newton(); it++ {
 			x := a
 			if z != nil {
-				x = e.do(G.Add(a, e.do(G.HadamardProd(b, e.do(graph.BroadcastTo(z, nc, []int{1}))))))
+				x = e.Do(G.Add(a, e.Do(G.HadamardProd(b, e.Do(graph.BroadcastTo(z, nc, []int{1}))))))
 			}
-			lam := e.do(graph.InvMills(x))
-			d1 := e.do(G.Sum(e.do(G.HadamardProd(ob, lam)), 1))
+			lam := e.Do(graph.InvMills(x))
+			d1 := e.Do(G.Sum(e.Do(G.HadamardProd(ob, lam)), 1))
 			if z != nil {
-				d1 = e.do(G.Sub(d1, z))
+				d1 = e.Do(G.Sub(d1, z))
 			}
-			curv := e.do(G.Sum(e.do(G.HadamardProd(ob2, e.do(G.HadamardProd(lam, e.do(graph.MillsGap(x)))))), 1))
-			negD2 := e.do(G.Add(curv, G.NewConstant(1.0))) // −(d²/dz²) log g ≥ 1
-			if e.err != nil {
-				return nil, e.err
+			curv := e.Do(G.Sum(e.Do(G.HadamardProd(ob2, e.Do(G.HadamardProd(lam, e.Do(graph.MillsGap(x)))))), 1))
+			negD2 := e.Do(G.Add(curv, G.NewConstant(1.0))) // −(d²/dz²) log g ≥ 1
+			if e.Err != nil {
+				return nil, e.Err
 			}
 			if it == l.newton() {
-				scale = e.do(G.Inverse(e.do(G.Sqrt(negD2))))
+				scale = e.Do(G.Inverse(e.Do(G.Sqrt(negD2))))
 				break
 			}
-			step := e.do(G.HadamardDiv(d1, negD2))
+			step := e.Do(G.HadamardDiv(d1, negD2))
 			if z == nil {
 				z = step
 			} else {
-				z = e.do(G.Add(z, step))
+				z = e.Do(G.Add(z, step))
 			}
 		}
 	}
@@ -153,23 +153,23 @@ func (l *RobustMax) argmaxProb(s *layers.Scope, mu, v, y *G.Node) (*G.Node, erro
 	for i := range ck {
 		ck[i] = math.Log(w[i]) + t[i]*t[i] - 0.5*math.Log(2*math.Pi) + 0.5*math.Log(2)
 	}
-	tB := e.do(graph.BroadcastTo(constant(s.G, fmt.Sprintf("gh%d/t", k), tensor.Shape{k}, t), nk, []int{0}))
-	L := e.do(graph.BroadcastTo(constant(s.G, fmt.Sprintf("gh%d/logw", k), tensor.Shape{k}, ck), nk, []int{0}))
-	Z := e.do(G.HadamardProd(tB, G.NewConstant(math.Sqrt2)))
+	tB := e.Do(graph.BroadcastTo(constant(s.G, fmt.Sprintf("gh%d/t", k), tensor.Shape{k}, t), nk, []int{0}))
+	L := e.Do(graph.BroadcastTo(constant(s.G, fmt.Sprintf("gh%d/logw", k), tensor.Shape{k}, ck), nk, []int{0}))
+	Z := e.Do(G.HadamardProd(tB, G.NewConstant(math.Sqrt2)))
 	if scale != nil {
-		Z = e.do(G.HadamardProd(Z, e.do(graph.BroadcastTo(scale, nk, []int{1}))))
-		L = e.do(G.Add(L, e.do(graph.BroadcastTo(e.do(G.Log(scale)), nk, []int{1}))))
+		Z = e.Do(G.HadamardProd(Z, e.Do(graph.BroadcastTo(scale, nk, []int{1}))))
+		L = e.Do(G.Add(L, e.Do(graph.BroadcastTo(e.Do(G.Log(scale)), nk, []int{1}))))
 	}
 	if z != nil {
-		Z = e.do(G.Add(Z, e.do(graph.BroadcastTo(z, nk, []int{1}))))
+		Z = e.Do(G.Add(Z, e.Do(graph.BroadcastTo(z, nk, []int{1}))))
 	}
-	L = e.do(G.Sub(L, e.do(G.HadamardProd(e.do(G.Square(Z)), G.NewConstant(0.5)))))
-	x3 := e.do(G.Add(e.do(graph.BroadcastTo(a, nck, []int{2})),
-		e.do(G.HadamardProd(e.do(graph.BroadcastTo(b, nck, []int{2})), e.do(graph.BroadcastTo(Z, nck, []int{1}))))))
-	lp := e.do(G.HadamardProd(e.do(graph.LogNormCDF(x3)), e.do(graph.BroadcastTo(other, nck, []int{2}))))
-	L = e.do(G.Add(L, e.do(G.Sum(lp, 1))))
-	p := e.do(G.Sum(e.do(G.Exp(L)), 1))
-	return p, e.err
+	L = e.Do(G.Sub(L, e.Do(G.HadamardProd(e.Do(G.Square(Z)), G.NewConstant(0.5)))))
+	x3 := e.Do(G.Add(e.Do(graph.BroadcastTo(a, nck, []int{2})),
+		e.Do(G.HadamardProd(e.Do(graph.BroadcastTo(b, nck, []int{2})), e.Do(graph.BroadcastTo(Z, nck, []int{1}))))))
+	lp := e.Do(G.HadamardProd(e.Do(graph.LogNormCDF(x3)), e.Do(graph.BroadcastTo(other, nck, []int{2}))))
+	L = e.Do(G.Add(L, e.Do(G.Sum(lp, 1))))
+	p := e.Do(G.Sum(e.Do(G.Exp(L)), 1))
+	return p, e.Err
 }
 
 func (l *RobustMax) newton() int {
@@ -177,20 +177,6 @@ func (l *RobustMax) newton() int {
 		return l.Newton
 	}
 	return 2
-}
-
-// chain threads the first error through a sequence of graph constructions,
-// so that long formulas read as formulas.
-type chain struct{ err error }
-
-func (c *chain) do(n *G.Node, err error) *G.Node {
-	if c.err == nil && err != nil {
-		c.err = err
-	}
-	if c.err != nil {
-		return nil
-	}
-	return n
 }
 
 // rowDot returns Σ_c a_ic b_ic for each row i.

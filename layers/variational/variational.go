@@ -1,0 +1,302 @@
+// Package variational implements the sparse variational posterior over
+// inducing outputs shared by every model in gpc: for each latent function c,
+// q(u_c) = N(m_c, L_c L_cᵀ) at M inducing inputs Z_c, its KL divergence to the
+// GP prior, and the Gaussian marginals of f_c at a batch of inputs.
+package variational
+
+import (
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/kernels"
+)
+
+// Config describes the posterior's structure.
+type Config struct {
+	// Latent is the number of latent functions C; M the inducing points per
+	// function; D the input dimension.
+	Latent, M, D int
+	// Whitened parameterises q(v) with u = chol(K_ZZ)·v, so that the prior on
+	// v is N(0, I); the original code was unwhitened.
+	Whitened bool
+	// SharedZ uses one set of inducing inputs for all latent functions.
+	SharedZ bool
+	// Jitter is added with σ₀² to the diagonal of K_ZZ and to k(x,x) (1e-3 in
+	// the original code).
+	Jitter float64
+}
+
+// Posterior is q(u) for Latent functions. Kernels[c] is latent function c's
+// kernel (the papers give each class its own hyper-parameters); the same
+// kernel value may be repeated to share them.
+type Posterior struct {
+	Config
+	Kernels []kernels.Kernel
+	Z       []*layers.Param // Latent entries of M×D (all the same when SharedZ)
+	Mean    []*layers.Param // M×1 each
+	// LRaw holds L's strictly-lower part and the logarithm of its diagonal,
+	// which keeps L a valid Cholesky factor under unconstrained updates.
+	LRaw []*layers.Param // M×M each
+}
+
+// New creates the posterior with inducing inputs z (Latent slices of M×D
+// row-major values, or one slice when SharedZ) and q(u) at the prior.
+func New(name string, cfg Config, ks []kernels.Kernel, z [][]float64) (*Posterior, error) {
+	if cfg.Latent < 1 || cfg.M < 1 || cfg.D < 1 {
+		return nil, fmt.Errorf("variational: invalid sizes C=%d M=%d D=%d", cfg.Latent, cfg.M, cfg.D)
+	}
+	if len(ks) != cfg.Latent {
+		return nil, fmt.Errorf("variational: %d kernels for %d latent functions", len(ks), cfg.Latent)
+	}
+	nz := cfg.Latent
+	if cfg.SharedZ {
+		nz = 1
+	}
+	if len(z) != nz {
+		return nil, fmt.Errorf("variational: %d inducing sets, want %d", len(z), nz)
+	}
+	p := &Posterior{Config: cfg, Kernels: ks}
+	for c := 0; c < cfg.Latent; c++ {
+		if c < nz {
+			if len(z[c]) != cfg.M*cfg.D {
+				return nil, fmt.Errorf("variational: inducing set %d has %d values, want M×D = %d", c, len(z[c]), cfg.M*cfg.D)
+			}
+			zp := layers.NewParam(fmt.Sprintf("%s/Z%d", name, c), tensor.Shape{cfg.M, cfg.D}, 0, layers.Identity)
+			copy(zp.Data, z[c])
+			p.Z = append(p.Z, zp)
+		} else {
+			p.Z = append(p.Z, p.Z[0])
+		}
+		p.Mean = append(p.Mean, layers.NewParam(fmt.Sprintf("%s/m%d", name, c), tensor.Shape{cfg.M, 1}, 0, layers.Identity))
+		p.LRaw = append(p.LRaw, layers.NewParam(fmt.Sprintf("%s/L%d", name, c), tensor.Shape{cfg.M, cfg.M}, 0, layers.Identity))
+	}
+	return p, p.InitPrior()
+}
+
+// Params returns Z (once when shared), the means and the factors.
+func (p *Posterior) Params() []*layers.Param {
+	var ps []*layers.Param
+	seen := map[*layers.Param]bool{}
+	for c := 0; c < p.Latent; c++ {
+		for _, q := range []*layers.Param{p.Z[c], p.Mean[c], p.LRaw[c]} {
+			if !seen[q] {
+				seen[q] = true
+				ps = append(ps, q)
+			}
+		}
+	}
+	return ps
+}
+
+// InitPrior sets q(u) to the prior: m = 0 and L = chol(K_ZZ) (unwhitened) or
+// L = I (whitened), as the original code starts.
+func (p *Posterior) InitPrior() error {
+	for c := 0; c < p.Latent; c++ {
+		for i := range p.Mean[c].Data {
+			p.Mean[c].Data[i] = 0
+		}
+		l := make([]float64, p.M*p.M)
+		if p.Whitened {
+			for i := 0; i < p.M; i++ {
+				l[i*p.M+i] = 1
+			}
+		} else {
+			var err error
+			if l, err = p.priorFactor(c); err != nil {
+				return err
+			}
+		}
+		if err := p.SetL(c, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetL stores a lower-triangular factor (row-major M×M, positive diagonal).
+func (p *Posterior) SetL(c int, l []float64) error {
+	m := p.M
+	raw := p.LRaw[c].Data
+	for i := 0; i < m; i++ {
+		for j := 0; j < m; j++ {
+			switch {
+			case j < i:
+				raw[i*m+j] = l[i*m+j]
+			case j == i:
+				if !(l[i*m+i] > 0) {
+					return fmt.Errorf("variational: factor %d has diagonal %v at %d", c, l[i*m+i], i)
+				}
+				raw[i*m+i] = math.Log(l[i*m+i])
+			default:
+				raw[i*m+j] = 0
+			}
+		}
+	}
+	return nil
+}
+
+// priorFactor evaluates chol(K_ZZ) for latent function c at the current parameters.
+func (p *Posterior) priorFactor(c int) ([]float64, error) {
+	g := G.NewGraph()
+	s := layers.NewScope(g)
+	z, err := s.Raw(p.Z[c])
+	if err != nil {
+		return nil, err
+	}
+	kzz, err := kernels.KZZ(p.Kernels[c], s, z, p.Jitter)
+	if err != nil {
+		return nil, err
+	}
+	l, err := graph.Cholesky(kzz)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := graph.Compile(g, l)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Close()
+	if err := s.Sync(); err != nil {
+		return nil, err
+	}
+	if err := prog.Run(); err != nil {
+		return nil, fmt.Errorf("variational: K_ZZ of latent function %d: %w", c, err)
+	}
+	return prog.Float64s(l)
+}
+
+// Built is the posterior bound into one graph: the per-function Cholesky
+// factors and the KL divergence, from which marginals at any inputs follow.
+type Built struct {
+	p  *Posterior
+	s  *layers.Scope
+	lk []*G.Node // chol(K_ZZ) per latent function
+	lq []*G.Node // L per latent function
+	m  []*G.Node // means, M×1
+	z  []*G.Node
+	// KL is Σ_c KL(q(u_c) ‖ p(u_c)).
+	KL *G.Node
+}
+
+// Build binds the posterior into s's graph.
+func (p *Posterior) Build(s *layers.Scope) (*Built, error) {
+	b := &Built{p: p, s: s}
+	e := &graph.Chain{}
+	var kls G.Nodes
+	for c := 0; c < p.Latent; c++ {
+		z := e.Do(s.Raw(p.Z[c]))
+		kzz := e.Do(kernels.KZZ(p.Kernels[c], s, z, p.Jitter))
+		lk := e.Do(graph.Cholesky(kzz))
+		raw := e.Do(s.Raw(p.LRaw[c]))
+		logDiag := e.Do(graph.Diag(raw))
+		lq := e.Do(G.Add(e.Do(graph.TriMask(raw, true, 0)), e.Do(graph.DiagMatrix(e.Do(G.Exp(logDiag))))))
+		m := e.Do(s.Raw(p.Mean[c]))
+		if e.Err != nil {
+			return nil, fmt.Errorf("variational: latent function %d: %w", c, e.Err)
+		}
+		// KL = ½[−M + log|K| − log|S| + ‖Lk⁻¹m‖² + ‖Lk⁻¹L‖²_F] (unwhitened) or
+		// ½[−M − log|S| + ‖m‖² + ‖L‖²_F] (whitened); log|S| = 2 Σ log diag L.
+		logDetS := e.Do(G.HadamardProd(e.Do(G.Sum(logDiag)), G.NewConstant(2.0)))
+		mm, ll := m, lq
+		var logDetK *G.Node
+		if !p.Whitened {
+			mm = e.Do(graph.TriSolve(lk, m, true, false))
+			ll = e.Do(graph.TriSolve(lk, lq, true, false))
+			logDetK = e.Do(graph.LogDetChol(lk))
+		}
+		quad := e.Do(G.Add(e.Do(G.Sum(e.Do(G.Square(mm)))), e.Do(G.Sum(e.Do(G.Square(ll))))))
+		kl := e.Do(G.Sub(quad, logDetS))
+		if logDetK != nil {
+			kl = e.Do(G.Add(kl, logDetK))
+		}
+		kl = e.Do(G.HadamardProd(e.Do(G.Add(kl, G.NewConstant(-float64(p.M)))), G.NewConstant(0.5)))
+		if e.Err != nil {
+			return nil, fmt.Errorf("variational: KL of latent function %d: %w", c, e.Err)
+		}
+		kls = append(kls, kl)
+		b.lk, b.lq, b.m, b.z = append(b.lk, lk), append(b.lq, lq), append(b.m, m), append(b.z, z)
+	}
+	kl := kls[0]
+	for _, k := range kls[1:] {
+		kl = e.Do(G.Add(kl, k))
+	}
+	b.KL = kl
+	return b, e.Err
+}
+
+// ClassMarginals returns, for each latent function, the n-vectors of means
+// and variances of f_c at the rows of x (n×D):
+//
+//	μ = K_xZ K_ZZ⁻¹ m,  v = k(x,x) − K_xZ K_ZZ⁻¹ K_Zx + ‖Lᵀ K_ZZ⁻¹ K_Zx‖²
+//
+// (the original code's formula; the papers' eq. 5 has a sign typo), with
+// K_ZZ⁻¹ replaced by Lk⁻ᵀ when whitened. k(x,x) includes σ₀² and the jitter.
+func (b *Built) ClassMarginals(x *G.Node) (mu, v []*G.Node, err error) {
+	p := b.p
+	if xs := x.Shape(); len(xs) != 2 || xs[1] != p.D {
+		return nil, nil, fmt.Errorf("variational: inputs of shape %v, want n×%d", xs, p.D)
+	}
+	n := x.Shape()[0]
+	e := &graph.Chain{}
+	for c := 0; c < p.Latent; c++ {
+		k := p.Kernels[c]
+		kzx := e.Do(k.K(b.s, b.z[c], x))
+		a := e.Do(graph.TriSolve(b.lk[c], kzx, true, false)) // Lk⁻¹ K_Zx
+		proj := a
+		if !p.Whitened {
+			proj = e.Do(graph.TriSolve(b.lk[c], a, true, true)) // K_ZZ⁻¹ K_Zx
+		}
+		mc := e.Do(graph.Reshape(e.Do(graph.MatMul(proj, b.m[c], true, false)), tensor.Shape{n}))
+		kd := e.Do(kernels.KDiag(k, b.s, x, p.Jitter))
+		lp := e.Do(graph.MatMul(b.lq[c], proj, true, false))
+		vc := e.Do(G.Sub(kd, e.Do(G.Sum(e.Do(G.Square(a)), 0))))
+		vc = e.Do(G.Add(vc, e.Do(G.Sum(e.Do(G.Square(lp)), 0))))
+		if e.Err != nil {
+			return nil, nil, fmt.Errorf("variational: marginals of latent function %d: %w", c, e.Err)
+		}
+		mu, v = append(mu, mc), append(v, vc)
+	}
+	return mu, v, nil
+}
+
+// Marginals returns the n×C matrices of means and variances at x.
+func (b *Built) Marginals(x *G.Node) (mu, v *G.Node, err error) {
+	ms, vs, err := b.ClassMarginals(x)
+	if err != nil {
+		return nil, nil, err
+	}
+	if mu, err = Stack(ms); err != nil {
+		return nil, nil, err
+	}
+	v, err = Stack(vs)
+	return mu, v, err
+}
+
+// Stack places n-vectors side by side as the columns of an n×len(cols) matrix.
+func Stack(cols []*G.Node) (*G.Node, error) {
+	n := cols[0].Shape()[0]
+	out := tensor.Shape{n, len(cols)}
+	var acc *G.Node
+	for j, c := range cols {
+		r, err := graph.Reshape(c, tensor.Shape{n, 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(cols) > 1 {
+			if r, err = graph.Scatter(r, out, 1, j); err != nil {
+				return nil, err
+			}
+		}
+		if acc == nil {
+			acc = r
+		} else if acc, err = G.Add(acc, r); err != nil {
+			return nil, err
+		}
+	}
+	return acc, nil
+}

@@ -1,0 +1,244 @@
+package variational
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/kernels"
+	"github.com/gpc-dev/gpc/layers/likelihoods"
+)
+
+func randData(rng *rand.Rand, n, d int) []float64 {
+	x := make([]float64, n*d)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	return x
+}
+
+// seK is the SE kernel matrix with σ₀² + jitter on the diagonal, in plain Go.
+func seK(x []float64, n, d int, ell, amp, noise, jitter float64) *mat.SymDense {
+	k := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			var s float64
+			for t := 0; t < d; t++ {
+				s += (x[i*d+t] - x[j*d+t]) * (x[i*d+t] - x[j*d+t])
+			}
+			v := amp * math.Exp(-0.5*s/ell)
+			if i == j {
+				v += noise + jitter
+			}
+			k.SetSym(i, j, v)
+		}
+	}
+	return k
+}
+
+type setup struct {
+	g     *G.ExprGraph
+	s     *layers.Scope
+	post  *Posterior
+	lik   *likelihoods.Gaussian
+	elbo  *G.Node
+	xNode *G.Node
+}
+
+// build returns the ELBO graph Σ E log p(y|f) − KL for one latent function.
+func build(t *testing.T, x, y []float64, n, d int, whitened bool, noise, jitter float64) *setup {
+	t.Helper()
+	k := kernels.NewSE("se", d, 1.3, 0.9, noise)
+	post, err := New("q", Config{Latent: 1, M: n, D: d, Whitened: whitened, Jitter: jitter}, []kernels.Kernel{k}, [][]float64{x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lik := likelihoods.NewGaussian("lik", 0.3)
+	g := G.NewGraph()
+	s := layers.NewScope(g)
+	xp := layers.NewParam("X", tensor.Shape{n, d}, 0, layers.Identity)
+	copy(xp.Data, x)
+	xn, _ := s.Raw(xp)
+	b, err := post.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu, v, err := b.Marginals(xn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yn := G.NewMatrix(g, G.Float64, G.WithShape(n, 1), G.WithName("y"), G.WithValue(tensor.New(tensor.WithShape(n, 1), tensor.WithBacking(y))))
+	ell, err := lik.ExpectedLogLik(s, mu, v, yn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := G.Sum(ell)
+	elbo, _ := G.Sub(sum, b.KL)
+	return &setup{g: g, s: s, post: post, lik: lik, elbo: elbo, xNode: xn}
+}
+
+func (st *setup) value(t *testing.T, n *G.Node) float64 {
+	t.Helper()
+	p, err := graph.Compile(st.g, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := p.Scalar(n)
+	return v
+}
+
+func cholLower(a mat.Symmetric) []float64 {
+	var c mat.Cholesky
+	if !c.Factorize(a) {
+		panic("not PD")
+	}
+	var l mat.TriDense
+	c.LTo(&l)
+	n := a.SymmetricDim()
+	out := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		for j := 0; j <= i; j++ {
+			out[i*n+j] = l.At(i, j)
+		}
+	}
+	return out
+}
+
+// With a Gaussian likelihood and Z = X the bound is tight: at the optimal
+// q(u) = N(S σ⁻² y, S), S = (K⁻¹ + σ⁻² I)⁻¹, it equals log N(y | 0, K + σ² I).
+func TestBoundIsExactGaussianZEqualsX(t *testing.T) {
+	const n, d, s2 = 7, 2, 0.3
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, y := randData(rng, n, d), randData(rng, n, 1)
+	const jitter = 1e-10 // σ₀² and jitter enter K_ZZ but not K(Z,X), so Z = X is tight only without them
+	K := seK(x, n, d, 1.3, 0.9, 0, jitter)
+	// Exact log marginal likelihood.
+	ky := mat.NewSymDense(n, nil)
+	ky.AddSym(K, diagSym(n, s2))
+	var ch mat.Cholesky
+	ch.Factorize(ky)
+	alpha := mat.NewVecDense(n, nil)
+	ch.SolveVecTo(alpha, mat.NewVecDense(n, y))
+	exact := -0.5*mat.Dot(mat.NewVecDense(n, y), alpha) - 0.5*ch.LogDet() - 0.5*n*math.Log(2*math.Pi)
+	// Optimal q(u).
+	var kinv mat.Dense
+	if err := kinv.Inverse(K); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		kinv.Set(i, i, kinv.At(i, i)+1/s2)
+	}
+	var S mat.Dense
+	if err := S.Inverse(&kinv); err != nil {
+		t.Fatal(err)
+	}
+	Ssym := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			Ssym.SetSym(i, j, 0.5*(S.At(i, j)+S.At(j, i)))
+		}
+	}
+	m := mat.NewVecDense(n, nil)
+	m.MulVec(Ssym, mat.NewVecDense(n, y))
+	m.ScaleVec(1/s2, m)
+	for _, whitened := range []bool{false, true} {
+		st := build(t, x, y, n, d, whitened, 0, jitter)
+		mv, L := m, cholLower(Ssym)
+		if whitened { // v = Lk⁻¹ u: m_v = Lk⁻¹ m, S_v = Lk⁻¹ S Lk⁻ᵀ
+			lk := mat.NewTriDense(n, mat.Lower, cholLower(K))
+			mv = mat.NewVecDense(n, nil)
+			if err := mv.SolveVec(lk, m); err != nil {
+				t.Fatal(err)
+			}
+			var a, sv mat.Dense
+			if err := a.Solve(lk, Ssym); err != nil {
+				t.Fatal(err)
+			}
+			if err := sv.Solve(lk, a.T()); err != nil {
+				t.Fatal(err)
+			}
+			svs := mat.NewSymDense(n, nil)
+			for i := 0; i < n; i++ {
+				for j := 0; j < n; j++ {
+					svs.SetSym(i, j, 0.5*(sv.At(i, j)+sv.At(j, i)))
+				}
+			}
+			L = cholLower(svs)
+		}
+		copy(st.post.Mean[0].Data, mv.RawVector().Data)
+		if err := st.post.SetL(0, L); err != nil {
+			t.Fatal(err)
+		}
+		got := st.value(t, st.elbo)
+		t.Logf("whitened=%v: bound − exact = %.2g", whitened, got-exact)
+		if math.Abs(got-exact) > 1e-6 {
+			t.Errorf("whitened=%v: bound %.10f, exact log marginal likelihood %.10f (diff %.2g)", whitened, got, exact, got-exact)
+		}
+	}
+}
+
+func diagSym(n int, v float64) *mat.DiagDense {
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = v
+	}
+	return mat.NewDiagDense(n, d)
+}
+
+// At initialisation q(u) is the prior, so the KL is zero.
+func TestKLZeroAtPrior(t *testing.T) {
+	for _, whitened := range []bool{false, true} {
+		rng := rand.New(rand.NewPCG(3, 3))
+		st := build(t, randData(rng, 5, 2), randData(rng, 5, 1), 5, 2, whitened, 0.05, 1e-6)
+		b, _ := st.post.Build(st.s)
+		if kl := st.value(t, b.KL); math.Abs(kl) > 1e-9 {
+			t.Errorf("whitened=%v: KL at the prior = %v", whitened, kl)
+		}
+	}
+}
+
+// The ELBO's gradient with respect to every parameter (kernel, Z, m, L) and
+// the inputs, to first and second order.
+func TestELBOGradients(t *testing.T) {
+	for _, whitened := range []bool{false, true} {
+		for order := 1; order <= 2; order++ {
+			rng := rand.New(rand.NewPCG(5, 5))
+			n, d := 5, 2
+			st := build(t, randData(rng, n, d), randData(rng, n, 1), n, d, whitened, 0.05, 1e-6)
+			// Move q(u) away from the prior so every term matters.
+			for i := range st.post.Mean[0].Data {
+				st.post.Mean[0].Data[i] = rng.NormFloat64()
+			}
+			for i := range st.post.LRaw[0].Data {
+				st.post.LRaw[0].Data[i] += 0.1 * rng.NormFloat64()
+			}
+			_, params := st.s.Trainable()
+			check := graph.CheckGrad
+			if order == 2 {
+				check = graph.CheckGrad2
+			}
+			if err := st.s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := check(st.elbo, params, graph.CheckOptions{Seed: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !(rep.MaxRelErr <= 1e-6) {
+				t.Errorf("whitened=%v order %d: %s", whitened, order, rep.Worst())
+			}
+		}
+	}
+}
