@@ -32,8 +32,9 @@ type Noiser interface {
 	Noise(s *layers.Scope) (*G.Node, error)
 }
 
-// KZZ returns K(Z,Z) + (σ₀² + jitter)·I.
-func KZZ(k Kernel, s *layers.Scope, z *G.Node, jitter float64) (*G.Node, error) {
+// KZZ returns K(Z,Z) + (σ₀² + jitter)·I; jitter is a scalar node so that a
+// training loop can raise it without rebuilding the graph (see Jitter).
+func KZZ(k Kernel, s *layers.Scope, z *G.Node, jitter *G.Node) (*G.Node, error) {
 	kzz, err := k.K(s, z, z)
 	if err != nil {
 		return nil, err
@@ -54,7 +55,7 @@ func KZZ(k Kernel, s *layers.Scope, z *G.Node, jitter float64) (*G.Node, error) 
 }
 
 // KDiag returns k(x_i,x_i) + σ₀² + jitter, the prior marginal variances.
-func KDiag(k Kernel, s *layers.Scope, x *G.Node, jitter float64) (*G.Node, error) {
+func KDiag(k Kernel, s *layers.Scope, x *G.Node, jitter *G.Node) (*G.Node, error) {
 	d, err := k.Diag(s, x)
 	if err != nil {
 		return nil, err
@@ -70,8 +71,14 @@ func KDiag(k Kernel, s *layers.Scope, x *G.Node, jitter float64) (*G.Node, error
 	return G.Add(d, b)
 }
 
-func noisePlus(k Kernel, s *layers.Scope, jitter float64) (*G.Node, error) {
-	j := G.NewScalar(s.G, G.Float64, G.WithValue(jitter), G.WithName(fmt.Sprintf("jitter=%g", jitter)))
+// Jitter returns a fixed scalar parameter holding a jitter value, for KZZ and KDiag.
+func Jitter(name string, v float64) *layers.Param {
+	p := layers.NewParam(name, tensor.ScalarShape(), v, layers.Identity)
+	p.Fixed = true
+	return p
+}
+
+func noisePlus(k Kernel, s *layers.Scope, j *G.Node) (*G.Node, error) {
 	nk, ok := k.(Noiser)
 	if !ok {
 		return j, nil

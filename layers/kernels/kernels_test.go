@@ -134,7 +134,8 @@ func TestKernelGradients(t *testing.T) {
 				s := layers.NewScope(g)
 				_, x := input(s, "X", 4, d, rng)
 				_, z := input(s, "Z", 3, d, rng)
-				K, err := KZZ(c.k, s, z, 1e-6)
+				jit, _ := s.Node(Jitter("jitter", 1e-6))
+				K, err := KZZ(c.k, s, z, jit)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -142,7 +143,7 @@ func TestKernelGradients(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				Kd, err := KDiag(c.k, s, x, 1e-6)
+				Kd, err := KDiag(c.k, s, x, jit)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -202,7 +203,8 @@ func TestKZZPositiveDefinite(t *testing.T) {
 	s := layers.NewScope(g)
 	_, z := input(s, "Z", 6, 3, rng)
 	k := NewSE("se", 3, 1, 1, 0.1)
-	K, _ := KZZ(k, s, z, 1e-3)
+	jit, _ := s.Node(Jitter("jitter", 1e-3))
+	K, _ := KZZ(k, s, z, jit)
 	L, err := graph.Cholesky(K)
 	if err != nil {
 		t.Fatal(err)

@@ -26,8 +26,8 @@ type Config struct {
 	Whitened bool
 	// SharedZ uses one set of inducing inputs for all latent functions.
 	SharedZ bool
-	// Jitter is added with σ₀² to the diagonal of K_ZZ and to k(x,x) (1e-3 in
-	// the original code).
+	// Jitter is the initial value added with σ₀² to the diagonal of K_ZZ and
+	// to k(x,x) (1e-3 in the original code).
 	Jitter float64
 }
 
@@ -39,6 +39,9 @@ type Posterior struct {
 	Kernels []kernels.Kernel
 	Z       []*layers.Param // Latent entries of M×D (all the same when SharedZ)
 	Mean    []*layers.Param // M×1 each
+	// JitterParam holds the current jitter (Config.Jitter at first); a
+	// training loop raises it when a Cholesky factorisation fails.
+	JitterParam *layers.Param
 	// LRaw holds L's strictly-lower part and the logarithm of its diagonal,
 	// which keeps L a valid Cholesky factor under unconstrained updates.
 	LRaw []*layers.Param // M×M each
@@ -60,7 +63,7 @@ func New(name string, cfg Config, ks []kernels.Kernel, z [][]float64) (*Posterio
 	if len(z) != nz {
 		return nil, fmt.Errorf("variational: %d inducing sets, want %d", len(z), nz)
 	}
-	p := &Posterior{Config: cfg, Kernels: ks}
+	p := &Posterior{Config: cfg, Kernels: ks, JitterParam: kernels.Jitter(name+"/jitter", cfg.Jitter)}
 	for c := 0; c < cfg.Latent; c++ {
 		if c < nz {
 			if len(z[c]) != cfg.M*cfg.D {
@@ -148,7 +151,11 @@ func (p *Posterior) priorFactor(c int) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	kzz, err := kernels.KZZ(p.Kernels[c], s, z, p.Jitter)
+	jit, err := s.Node(p.JitterParam)
+	if err != nil {
+		return nil, err
+	}
+	kzz, err := kernels.KZZ(p.Kernels[c], s, z, jit)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +197,7 @@ func (p *Posterior) Build(s *layers.Scope) (*Built, error) {
 	var kls G.Nodes
 	for c := 0; c < p.Latent; c++ {
 		z := e.Do(s.Raw(p.Z[c]))
-		kzz := e.Do(kernels.KZZ(p.Kernels[c], s, z, p.Jitter))
+		kzz := e.Do(kernels.KZZ(p.Kernels[c], s, z, e.Do(s.Node(p.JitterParam))))
 		lk := e.Do(graph.Cholesky(kzz))
 		raw := e.Do(s.Raw(p.LRaw[c]))
 		logDiag := e.Do(graph.Diag(raw))
@@ -252,7 +259,7 @@ func (b *Built) ClassMarginals(x *G.Node) (mu, v []*G.Node, err error) {
 			proj = e.Do(graph.TriSolve(b.lk[c], a, true, true)) // K_ZZ⁻¹ K_Zx
 		}
 		mc := e.Do(graph.Reshape(e.Do(graph.MatMul(proj, b.m[c], true, false)), tensor.Shape{n}))
-		kd := e.Do(kernels.KDiag(k, b.s, x, p.Jitter))
+		kd := e.Do(kernels.KDiag(k, b.s, x, e.Do(b.s.Node(p.JitterParam))))
 		lp := e.Do(graph.MatMul(b.lq[c], proj, true, false))
 		vc := e.Do(G.Sub(kd, e.Do(G.Sum(e.Do(G.Square(a)), 0))))
 		vc = e.Do(G.Add(vc, e.Do(G.Sum(e.Do(G.Square(lp)), 0))))

@@ -1,0 +1,133 @@
+package solvers
+
+import (
+	"fmt"
+	"math"
+)
+
+// Optimizer is what Train needs from a first-order method. It is an interface
+// so that models can swap Adam for SGD, natural-gradient steps, or a
+// composition of both, without the loop changing.
+//
+// Step must minimise: it moves params against grads. Implementations may keep
+// per-parameter state keyed by position in params, so callers must pass the
+// same params in the same order on every step.
+type Optimizer interface {
+	Step(params []Param, grads [][]float64) error
+}
+
+// Adam is the Adam optimiser (Kingma & Ba, 2015) with bias correction. It is
+// the default for minibatch ELBO training because its per-coordinate step
+// normalisation copes with the very different gradient scales of kernel
+// hyperparameters, inducing inputs and variational parameters.
+//
+// Adam minimises; models pass the gradient of the negative ELBO.
+// Moment estimates are stored per param index and survive across Step calls
+// until Reset. An Adam must not be used from several goroutines at once.
+type Adam struct {
+	lr, beta1, beta2, eps float64
+
+	t    int         // number of completed steps, for bias correction
+	m, v [][]float64 // first and second moment estimates, one per param index
+}
+
+// AdamOption changes an Adam hyperparameter at construction; options keep
+// NewAdam's common case (just a learning rate) short.
+type AdamOption func(*Adam)
+
+// WithBetas sets the exponential decay rates of the first and second moment
+// estimates (defaults 0.9 and 0.999).
+func WithBetas(beta1, beta2 float64) AdamOption {
+	return func(a *Adam) { a.beta1, a.beta2 = beta1, beta2 }
+}
+
+// WithEpsilon sets the denominator offset (default 1e-8) that keeps a
+// coordinate with zero gradient history from dividing by zero.
+func WithEpsilon(eps float64) AdamOption {
+	return func(a *Adam) { a.eps = eps }
+}
+
+// NewAdam returns an Adam with learning rate lr and the usual defaults
+// beta1=0.9, beta2=0.999, eps=1e-8. Invalid hyperparameters are reported by
+// the first Step rather than here, so that construction cannot fail.
+func NewAdam(lr float64, opts ...AdamOption) *Adam {
+	a := &Adam{lr: lr, beta1: 0.9, beta2: 0.999, eps: 1e-8}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// LearningRate reports the current step size, so that schedules can be
+// written relative to it.
+func (a *Adam) LearningRate() float64 { return a.lr }
+
+// SetLearningRate changes the step size without touching the moment
+// estimates, which is how learning-rate schedules are implemented (typically
+// from TrainConfig.Callback). Stochastic training needs a decaying rate to
+// converge to a point rather than to a noise ball.
+func (a *Adam) SetLearningRate(lr float64) { a.lr = lr }
+
+// Reset discards the moment estimates and the step counter, for reusing one
+// Adam on a new problem or after the parameter set has changed.
+func (a *Adam) Reset() {
+	a.t = 0
+	a.m, a.v = nil, nil
+}
+
+// Step applies one Adam update, moving each params[i].Data against grads[i].
+// All shapes are validated before anything is modified, so a failed Step
+// leaves both params and optimiser state unchanged.
+func (a *Adam) Step(params []Param, grads [][]float64) error {
+	if !(a.lr > 0) || math.IsInf(a.lr, 0) {
+		return fmt.Errorf("solvers: Adam learning rate must be positive and finite, got %v", a.lr)
+	}
+	if !(a.beta1 >= 0 && a.beta1 < 1) || !(a.beta2 >= 0 && a.beta2 < 1) {
+		return fmt.Errorf("solvers: Adam betas must lie in [0, 1), got %v and %v", a.beta1, a.beta2)
+	}
+	if !(a.eps > 0) || math.IsInf(a.eps, 0) {
+		return fmt.Errorf("solvers: Adam epsilon must be positive and finite, got %v", a.eps)
+	}
+	if err := checkGradShapes(params, grads); err != nil {
+		return fmt.Errorf("solvers: Adam: %w", err)
+	}
+	if a.m != nil {
+		// State is keyed by position; a different layout means the caller
+		// changed the problem, and silently reusing moments would be wrong.
+		if len(a.m) != len(params) {
+			return fmt.Errorf("solvers: Adam state holds %d params, got %d; call Reset when the parameter set changes", len(a.m), len(params))
+		}
+		for i, p := range params {
+			if len(a.m[i]) != len(p.Data) {
+				return fmt.Errorf("solvers: Adam state for param %s has %d elements, got %d; call Reset when the parameter set changes",
+					paramLabel(params, i), len(a.m[i]), len(p.Data))
+			}
+		}
+	} else {
+		a.m = make([][]float64, len(params))
+		a.v = make([][]float64, len(params))
+		for i, p := range params {
+			a.m[i] = make([]float64, len(p.Data))
+			a.v[i] = make([]float64, len(p.Data))
+		}
+	}
+
+	a.t++
+	// Bias correction undoes the zero initialisation of m and v; without it
+	// the early steps would be (1-beta1)/sqrt(1-beta2) ≈ 3.2 times lr with
+	// the default betas instead of about lr, i.e. the effective learning rate
+	// would depend on how long ago training started.
+	bc1 := 1 - math.Pow(a.beta1, float64(a.t))
+	bc2 := 1 - math.Pow(a.beta2, float64(a.t))
+	for i, p := range params {
+		m, v, g := a.m[i], a.v[i], grads[i]
+		for j := range p.Data {
+			m[j] = a.beta1*m[j] + (1-a.beta1)*g[j]
+			v[j] = a.beta2*v[j] + (1-a.beta2)*g[j]*g[j]
+			mhat := m[j] / bc1
+			vhat := v[j] / bc2
+			p.Data[j] -= a.lr * mhat / (math.Sqrt(vhat) + a.eps)
+		}
+	}
+	return nil
+}
