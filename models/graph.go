@@ -1,0 +1,194 @@
+package models
+
+import (
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/variational"
+)
+
+// feed is a data input of a compiled graph: a node whose value's backing
+// array is rewritten in place before each run (the graph's shapes are fixed).
+type feed struct {
+	node *G.Node
+	data []float64
+}
+
+func newFeed(g *G.ExprGraph, name string, shape ...int) feed {
+	data := make([]float64, tensor.Shape(shape).TotalSize())
+	t := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
+	n := G.NewTensor(g, G.Float64, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(t))
+	return feed{n, data}
+}
+
+// trainGraph is the negative ELBO of one batch of B rows, compiled once.
+type trainGraph struct {
+	m     *Model
+	g     *G.ExprGraph
+	s     *layers.Scope
+	b     *variational.Built
+	B     int
+	x     feed // x̃ rows, B×D
+	y     feed // likelihood targets, B×width
+	onehot feed // one-hot labels, B×C (NIMGP_NN's encoder input)
+	w     feed // per-row weights N/|B| (0 for padding), B
+	v     feed // given input-noise variances, B×D (nil node when learned or unused)
+	eps   feed // standard normal draws for x = μ + σ·ε, B×D
+	qMean feed // NIMGP: q(x_i) rows of the batch
+	qLogV feed
+	cost  *G.Node
+	// params and grads are aligned: the trainable parameters and ∂cost/∂param.
+	params []*layers.Param
+	grads  G.Nodes
+	// qGrads are ∂cost/∂ of the batch's q(x_i) rows (NIMGP).
+	qGrads G.Nodes
+	prog   *graph.Program
+}
+
+// noiseNode returns the B×D input-noise variances as a node: the learned
+// per-dimension variances broadcast over rows, or the given ones fed per batch.
+func (t *trainGraph) noiseNode(rows int, given feed) (*G.Node, error) {
+	if t.m.logNoise == nil {
+		return given.node, nil
+	}
+	v, err := t.s.Node(t.m.logNoise)
+	if err != nil {
+		return nil, err
+	}
+	return graph.BroadcastTo(v, tensor.Shape{rows, t.m.D}, []int{0})
+}
+
+func (m *Model) buildTrain(B int) (*trainGraph, error) {
+	t := &trainGraph{m: m, g: G.NewGraph(), B: B}
+	t.s = layers.NewScope(t.g)
+	_, width := m.lik.Targets(make([]int, 1), m.C)
+	t.x = newFeed(t.g, "x", B, m.D)
+	t.y = newFeed(t.g, "y", B, width)
+	t.w = newFeed(t.g, "w", B)
+	e := &graph.Chain{}
+	b, err := m.post.Build(t.s)
+	if err != nil {
+		return nil, err
+	}
+	t.b = b
+	var x, extra *G.Node // where f is evaluated; per-row extra ELBO terms
+	var mu, v *G.Node
+	switch m.Opts.Kind {
+	case MGP:
+		x = t.x.node
+	case NIMGP, NIMGPNN:
+		if x, extra, err = t.latentInputs(); err != nil {
+			return nil, err
+		}
+	case NIMGPFO:
+		if mu, v, err = t.firstOrderMarginals(); err != nil {
+			return nil, err
+		}
+	}
+	if mu == nil {
+		if mu, v, err = b.Marginals(x); err != nil {
+			return nil, err
+		}
+	}
+	ell, err := m.lik.ExpectedLogLik(t.s, mu, v, t.y.node)
+	if err != nil {
+		return nil, err
+	}
+	if extra != nil {
+		ell = e.Do(G.Add(ell, extra))
+	}
+	data := e.Do(G.Sum(e.Do(G.HadamardProd(ell, t.w.node))))
+	t.cost = e.Do(G.Sub(b.KL, data)) // −ELBO
+	if e.Err != nil {
+		return nil, e.Err
+	}
+	var wrt G.Nodes
+	t.params, wrt = t.s.Trainable()
+	if m.Opts.Kind == NIMGP {
+		wrt = append(wrt, t.qMean.node, t.qLogV.node)
+	}
+	grads, err := graph.Grad(t.cost, wrt...)
+	if err != nil {
+		return nil, fmt.Errorf("models: differentiating the ELBO: %w", err)
+	}
+	t.grads = grads[:len(t.params)]
+	t.qGrads = grads[len(t.params):]
+	if t.prog, err = graph.Compile(t.g, append(G.Nodes{t.cost}, grads...)...); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// load fills the batch's inputs from the training set.
+func (t *trainGraph) load(train *trainingData, idx []int, weight []float64, rng randSource) {
+	m, D := t.m, t.m.D
+	for r, i := range idx {
+		copy(t.x.data[r*D:(r+1)*D], train.x[i*D:(i+1)*D])
+		w := len(train.targets) / train.n
+		copy(t.y.data[r*w:(r+1)*w], train.targets[i*w:(i+1)*w])
+		t.w.data[r] = weight[r]
+		if t.v.node != nil {
+			copy(t.v.data[r*D:(r+1)*D], m.trainNoise[i*D:(i+1)*D])
+		}
+		if t.onehot.node != nil {
+			for c := 0; c < m.C; c++ {
+				t.onehot.data[r*m.C+c] = 0
+			}
+			t.onehot.data[r*m.C+train.y[i]] = 1
+		}
+		if t.qMean.node != nil {
+			copy(t.qMean.data[r*D:(r+1)*D], m.qxMean[i*D:(i+1)*D])
+			copy(t.qLogV.data[r*D:(r+1)*D], m.qxLogVar[i*D:(i+1)*D])
+		}
+	}
+	if t.eps.node != nil {
+		for k := range t.eps.data {
+			t.eps.data[k] = rng.NormFloat64()
+		}
+	}
+}
+
+// run evaluates the cost and its gradients.
+func (t *trainGraph) run() (float64, error) {
+	if err := t.s.Sync(); err != nil {
+		return 0, err
+	}
+	if err := t.prog.Run(); err != nil {
+		return 0, err
+	}
+	return t.prog.Scalar(t.cost)
+}
+
+type randSource interface{ NormFloat64() float64 }
+
+// trainingData is a training set prepared for batching.
+type trainingData struct {
+	n, d    int
+	x       []float64
+	y       []int
+	targets []float64
+}
+
+// gaussianInputTerms returns, per row, E_q log N(x̃ | x, V) − KL(q(x) ‖ N(0, s·I))
+// for q(x) = N(μ, diag e^ℓ), summed over dimensions:
+//
+//	Σ_d −½ log 2πV − ((μ−x̃)² + e^ℓ)/(2V) − [(μ² + e^ℓ)/(2s) − ½ − ½ℓ + ½ log s].
+func gaussianInputTerms(xt, mu, logv, noise *G.Node, s float64) (*G.Node, error) {
+	e := &graph.Chain{}
+	q := e.Do(G.Exp(logv))
+	r := e.Do(G.Square(e.Do(G.Sub(mu, xt))))
+	lik := e.Do(G.HadamardDiv(e.Do(G.Add(r, q)), e.Do(G.HadamardProd(noise, G.NewConstant(2.0)))))
+	logNorm := e.Do(G.Log(e.Do(G.HadamardProd(noise, G.NewConstant(2*math.Pi)))))
+	lik = e.Do(G.Add(lik, e.Do(G.HadamardProd(logNorm, G.NewConstant(0.5))))) // −E log p
+	kl := e.Do(G.HadamardProd(e.Do(G.Add(e.Do(G.Square(mu)), q)), G.NewConstant(1/(2*s))))
+	kl = e.Do(G.Sub(kl, e.Do(G.HadamardProd(logv, G.NewConstant(0.5)))))
+	kl = e.Do(G.Add(kl, G.NewConstant(0.5*math.Log(s)-0.5)))
+	tot := e.Do(G.Add(lik, kl))
+	tot = e.Do(G.Neg(e.Do(G.Sum(tot, 1))))
+	return tot, e.Err
+}

@@ -1,0 +1,41 @@
+package models
+
+import (
+	G "gorgonia.org/gorgonia"
+
+	"github.com/gpc-dev/gpc/graph"
+)
+
+// latentInputs builds NIMGP's and NIMGP_NN's inputs: one reparameterised
+// sample x = μ + e^{ℓ/2} ε of q(x_i) per row, and the per-row terms
+// E_q log p(x̃ | x) − KL(q(x) ‖ p(x)). NIMGP feeds the batch's rows of its
+// per-point q(x_i); NIMGP_NN computes them with the encoder (nn.go).
+func (t *trainGraph) latentInputs() (x, extra *G.Node, err error) {
+	m := t.m
+	t.eps = newFeed(t.g, "eps", t.B, m.D)
+	var mu, logv *G.Node
+	if m.Opts.Kind == NIMGPNN {
+		if mu, logv, err = t.encode(); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		t.qMean = newFeed(t.g, "qx/mean", t.B, m.D)
+		t.qLogV = newFeed(t.g, "qx/logvar", t.B, m.D)
+		mu, logv = t.qMean.node, t.qLogV.node
+	}
+	if m.logNoise == nil {
+		t.v = newFeed(t.g, "noise", t.B, m.D)
+	}
+	noise, err := t.noiseNode(t.B, t.v)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := &graph.Chain{}
+	sd := e.Do(G.Exp(e.Do(G.HadamardProd(logv, G.NewConstant(0.5)))))
+	x = e.Do(G.Add(mu, e.Do(G.HadamardProd(sd, t.eps.node))))
+	if e.Err != nil {
+		return nil, nil, e.Err
+	}
+	extra, err = gaussianInputTerms(t.x.node, mu, logv, noise, m.Opts.PriorVar)
+	return x, extra, err
+}
