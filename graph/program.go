@@ -30,13 +30,19 @@ func Compile(g *G.ExprGraph, outputs ...*G.Node) (*Program, error) {
 		}
 	}
 	p := &Program{g: g, reads: map[*G.Node]*G.Value{}}
+	var roots G.Nodes
 	for _, o := range outputs {
 		if _, ok := p.reads[o]; ok {
 			continue
 		}
 		v := new(G.Value)
-		G.Read(o, v)
+		roots = append(roots, G.Read(o, v))
 		p.reads[o] = v
+	}
+	// Run only what the outputs need: an op's SymDiff builds gradients for
+	// every input, and those nobody asked for would otherwise be computed.
+	if len(roots) > 0 {
+		g = g.ExactSubgraphRoots(roots...)
 	}
 	p.m = G.NewTapeMachine(g)
 	return p, nil

@@ -61,23 +61,42 @@ func (op broadcastOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	out := make([]float64, op.out.TotalSize())
-	st := strides(op.out)
 	isAx := make([]bool, len(op.out))
 	for _, a := range op.axes {
 		isAx[a] = true
 	}
-	idx := make([]int, len(op.out))
-	for k := range out {
-		// Index of the kept coordinates in x (row-major over kept axes).
-		rem, xi := k, 0
-		for d := range op.out {
-			idx[d] = rem / st[d]
-			rem %= st[d]
-			if !isAx[d] {
-				xi = xi*op.out[d] + idx[d]
-			}
+	// Walk the output in row-major order with an odometer over its index,
+	// keeping the matching offset into x (whose strides skip the broadcast axes).
+	xs := make([]int, len(op.out))
+	acc := 1
+	for d := len(op.out) - 1; d >= 0; d-- {
+		if !isAx[d] {
+			xs[d] = acc
+			acc *= op.out[d]
 		}
-		out[k] = x[xi]
+	}
+	last := len(op.out) - 1
+	idx := make([]int, len(op.out))
+	xi := 0
+	inner := op.out[last]
+	for k := 0; k < len(out); k += inner {
+		if isAx[last] {
+			v := x[xi]
+			for j := 0; j < inner; j++ {
+				out[k+j] = v
+			}
+		} else {
+			copy(out[k:k+inner], x[xi:xi+inner])
+		}
+		for d := last - 1; d >= 0; d-- {
+			idx[d]++
+			xi += xs[d]
+			if idx[d] < op.out[d] {
+				break
+			}
+			xi -= xs[d] * idx[d]
+			idx[d] = 0
+		}
 	}
 	return NewValue(op.out, out), nil
 }

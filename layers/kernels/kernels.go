@@ -151,6 +151,60 @@ func (a ARD) Scale(s *layers.Scope, x *G.Node) (*G.Node, error) {
 	return G.HadamardProd(x, b)
 }
 
+// weights returns w = 1/ℓ as a vector and as a D×1 column.
+func (a ARD) weights(s *layers.Scope) (vec, col *G.Node, err error) {
+	raw, err := s.Raw(a.Lengthscales)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := &graph.Chain{}
+	vec = e.Do(G.Exp(e.Do(G.Neg(raw))))
+	col = e.Do(graph.Reshape(vec, tensor.Shape{a.Lengthscales.Shape[0], 1}))
+	return vec, col, e.Err
+}
+
+// weightedDot returns X·diag(1/ℓ)·Zᵀ. The weights go on Z's side only, so a
+// data matrix X needs no gradient unless something else asks for one: for a
+// B×D batch against M×D inducing points that saves one B×M×D product per
+// kernel evaluation (the dominant cost for D = 784).
+func (a ARD) weightedDot(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
+	if err := a.checkWidth(x); err != nil {
+		return nil, err
+	}
+	if err := a.checkWidth(z); err != nil {
+		return nil, err
+	}
+	w, _, err := a.weights(s)
+	if err != nil {
+		return nil, err
+	}
+	e := &graph.Chain{}
+	zw := e.Do(G.HadamardProd(z, e.Do(graph.BroadcastTo(w, z.Shape(), []int{0}))))
+	return e.Do(graph.MatMul(x, zw, false, true)), e.Err
+}
+
+// weightedSqNorms returns the n-vector Σ_j x_j²/ℓ_j.
+func (a ARD) weightedSqNorms(s *layers.Scope, x *G.Node) (*G.Node, error) {
+	if err := a.checkWidth(x); err != nil {
+		return nil, err
+	}
+	_, col, err := a.weights(s)
+	if err != nil {
+		return nil, err
+	}
+	e := &graph.Chain{}
+	q := e.Do(graph.MatMul(e.Do(G.Square(x)), col, false, false))
+	return e.Do(graph.Reshape(q, tensor.Shape{x.Shape()[0]})), e.Err
+}
+
+func (a ARD) checkWidth(x *G.Node) error {
+	xs := x.Shape()
+	if len(xs) != 2 || xs[1] != a.Lengthscales.Shape[0] {
+		return fmt.Errorf("kernels: input of shape %v, kernel %s expects %d columns", xs, a.Lengthscales.Name, a.Lengthscales.Shape[0])
+	}
+	return nil
+}
+
 func (a ARD) amplitudeTimes(s *layers.Scope, k *G.Node) (*G.Node, error) {
 	v, err := s.Node(a.Variance)
 	if err != nil {
@@ -191,19 +245,27 @@ func NewSE(name string, d int, lengthscale, variance, noise float64) *SE {
 	return &SE{newARD(name, d, lengthscale, variance, noise)}
 }
 
-// K implements Kernel.
+// K implements Kernel: σ² exp(−½ (‖x‖²_w + ‖z‖²_w − 2 x·diag(w)·z)), w = 1/ℓ.
 func (k *SE) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
-	d, err := k.scaledSqDist(s, x, z)
-	if err != nil {
-		return nil, err
+	e := &graph.Chain{}
+	n, m := x.Shape()[0], z.Shape()[0]
+	cross := e.Do(k.weightedDot(s, x, z))
+	xx := e.Do(k.weightedSqNorms(s, x))
+	zz := xx
+	if z != x {
+		zz = e.Do(k.weightedSqNorms(s, z))
 	}
-	if d, err = G.HadamardProd(d, G.NewConstant(-0.5)); err != nil {
-		return nil, err
+	if e.Err != nil {
+		return nil, e.Err
 	}
-	if d, err = G.Exp(d); err != nil {
-		return nil, err
+	nm := tensor.Shape{n, m}
+	d := e.Do(G.Add(e.Do(graph.BroadcastTo(xx, nm, []int{1})), e.Do(graph.BroadcastTo(zz, nm, []int{0}))))
+	d = e.Do(G.Sub(d, e.Do(G.HadamardProd(cross, G.NewConstant(2.0)))))
+	kk := e.Do(G.Exp(e.Do(G.HadamardProd(d, G.NewConstant(-0.5)))))
+	if e.Err != nil {
+		return nil, e.Err
 	}
-	return k.amplitudeTimes(s, d)
+	return k.amplitudeTimes(s, kk)
 }
 
 // Diag implements Kernel.
@@ -290,49 +352,24 @@ func NewPolynomial(name string, degree, d int, lengthscale, variance, noise floa
 
 // K implements Kernel.
 func (k *Polynomial) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
-	xs, err := k.Scale(s, x)
-	if err != nil {
-		return nil, err
-	}
-	zs := xs
-	if z != x {
-		if zs, err = k.Scale(s, z); err != nil {
-			return nil, err
-		}
-	}
-	dot, err := graph.MatMul(xs, zs, false, true)
-	if err != nil {
-		return nil, err
-	}
-	if dot, err = G.Add(dot, G.NewConstant(1.0)); err != nil {
-		return nil, err
-	}
-	if dot, err = graph.IntPow(dot, k.Degree); err != nil {
-		return nil, err
+	e := &graph.Chain{}
+	dot := e.Do(k.weightedDot(s, x, z))
+	dot = e.Do(graph.IntPow(e.Do(G.Add(dot, G.NewConstant(1.0))), k.Degree))
+	if e.Err != nil {
+		return nil, e.Err
 	}
 	return k.amplitudeTimes(s, dot)
 }
 
 // Diag implements Kernel.
 func (k *Polynomial) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) {
-	xs, err := k.Scale(s, x)
-	if err != nil {
-		return nil, err
+	e := &graph.Chain{}
+	q := e.Do(k.weightedSqNorms(s, x))
+	q = e.Do(graph.IntPow(e.Do(G.Add(q, G.NewConstant(1.0))), k.Degree))
+	if e.Err != nil {
+		return nil, e.Err
 	}
-	sq, err := G.Square(xs)
-	if err != nil {
-		return nil, err
-	}
-	if sq, err = G.Sum(sq, 1); err != nil {
-		return nil, err
-	}
-	if sq, err = G.Add(sq, G.NewConstant(1.0)); err != nil {
-		return nil, err
-	}
-	if sq, err = graph.IntPow(sq, k.Degree); err != nil {
-		return nil, err
-	}
-	return k.amplitudeTimes(s, sq)
+	return k.amplitudeTimes(s, q)
 }
 
 // Linear is k(x,z) = Σ_j x_j z_j / ℓ_j (ARD weights 1/ℓ_j, no separate amplitude).
@@ -348,36 +385,16 @@ func NewLinear(name string, d int, lengthscale float64) *Linear {
 // Params implements Kernel.
 func (k *Linear) Params() []*layers.Param { return []*layers.Param{k.Lengthscales} }
 
-func (k *Linear) scale(s *layers.Scope, x *G.Node) (*G.Node, error) {
-	return ARD{Lengthscales: k.Lengthscales}.Scale(s, x)
-}
+func (k *Linear) ard() ARD { return ARD{Lengthscales: k.Lengthscales} }
 
 // K implements Kernel.
 func (k *Linear) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
-	xs, err := k.scale(s, x)
-	if err != nil {
-		return nil, err
-	}
-	zs := xs
-	if z != x {
-		if zs, err = k.scale(s, z); err != nil {
-			return nil, err
-		}
-	}
-	return graph.MatMul(xs, zs, false, true)
+	return k.ard().weightedDot(s, x, z)
 }
 
 // Diag implements Kernel.
 func (k *Linear) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) {
-	xs, err := k.scale(s, x)
-	if err != nil {
-		return nil, err
-	}
-	sq, err := G.Square(xs)
-	if err != nil {
-		return nil, err
-	}
-	return G.Sum(sq, 1)
+	return k.ard().weightedSqNorms(s, x)
 }
 
 // Sum is k₁ + k₂ + …; its white noise is the sum of its parts'.
