@@ -28,20 +28,20 @@ func newFeed(g *G.ExprGraph, name string, shape ...int) feed {
 
 // trainGraph is the negative ELBO of one batch of B rows, compiled once.
 type trainGraph struct {
-	m     *Model
-	g     *G.ExprGraph
-	s     *layers.Scope
-	b     *variational.Built
-	B     int
-	x     feed // x̃ rows, B×D
-	y     feed // likelihood targets, B×width
+	m      *Model
+	g      *G.ExprGraph
+	s      *layers.Scope
+	b      *variational.Built
+	B      int
+	x      feed // x̃ rows, B×D
+	y      feed // likelihood targets, B×width
 	onehot feed // one-hot labels, B×C (NIMGP_NN's encoder input)
-	w     feed // per-row weights N/|B| (0 for padding), B
-	v     feed // given input-noise variances, B×D (nil node when learned or unused)
-	eps   feed // standard normal draws for x = μ + σ·ε, B×D
-	qMean feed // NIMGP: q(x_i) rows of the batch
-	qLogV feed
-	cost  *G.Node
+	w      feed // per-row weights N/|B| (0 for padding), B
+	v      feed // given input-noise variances, B×D (nil node when learned or unused)
+	eps    feed // standard normal draws for x = μ + σ·ε, B×D
+	qMean  feed // NIMGP: q(x_i) rows of the batch
+	qLogV  feed
+	cost   *G.Node
 	// params and grads are aligned: the trainable parameters and ∂cost/∂param.
 	params []*layers.Param
 	grads  G.Nodes
