@@ -57,7 +57,7 @@ func (op triMaskOp) Do(vs ...G.Value) (G.Value, error) {
 			}
 		}
 	}
-	return NewValue(tensor.Shape{n, n}, out), nil
+	return owned(tensor.Shape{n, n}, out), nil
 }
 func (op triMaskOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	r, err := G.ApplyOp(op, g)
@@ -97,7 +97,7 @@ func (op symOp) Do(vs ...G.Value) (G.Value, error) {
 			out[i*n+j] = 0.5 * (x[i*n+j] + x[j*n+i])
 		}
 	}
-	return NewValue(tensor.Shape{n, n}, out), nil
+	return owned(tensor.Shape{n, n}, out), nil
 }
 func (op symOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	r, err := G.ApplyOp(op, g)
@@ -158,13 +158,13 @@ func (op diagOp) Do(vs ...G.Value) (G.Value, error) {
 		for i := range out {
 			out[i] = x[i*n+i]
 		}
-		return NewValue(tensor.Shape{n}, out), nil
+		return owned(tensor.Shape{n}, out), nil
 	}
 	out := make([]float64, n*n)
 	for i := 0; i < n; i++ {
 		out[i*n+i] = x[i]
 	}
-	return NewValue(tensor.Shape{n, n}, out), nil
+	return owned(tensor.Shape{n, n}, out), nil
 }
 func (op diagOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	r, err := G.ApplyOp(diagOp{n: op.n, toVec: !op.toVec}, g)

@@ -126,7 +126,7 @@ func (op specialOp) Do(vs ...G.Value) (G.Value, error) {
 	for i, v := range x {
 		out[i] = op.fn.eval(v)
 	}
-	return NewValue(vs[0].Shape(), out), nil
+	return owned(vs[0].Shape(), out), nil
 }
 
 func (op specialOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {

@@ -52,6 +52,15 @@ func NewValue(shape tensor.Shape, data []float64) G.Value {
 	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(append([]float64(nil), data...)))
 }
 
+// owned wraps freshly computed data as a value without copying it; op Do
+// methods use it for the outputs they allocate.
+func owned(shape tensor.Shape, data []float64) G.Value {
+	if shape.IsScalar() {
+		return G.NewF64(data[0])
+	}
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(data))
+}
+
 // zerosLike returns a zero value of the given shape.
 func zeros(shape tensor.Shape) G.Value {
 	if shape.IsScalar() {
