@@ -163,10 +163,10 @@ func (a ARD) weights(s *layers.Scope) (vec, col *G.Node, err error) {
 	return vec, col, e.Err
 }
 
-// weightedDot returns X·diag(1/ℓ)·Zᵀ. The weights go on Z's side only, so a
-// data matrix X needs no gradient unless something else asks for one: for a
-// B×D batch against M×D inducing points that saves one B×M×D product per
-// kernel evaluation (the dominant cost for D = 784).
+// weightedDot returns X·diag(1/ℓ)·Zᵀ with the weights applied to one side
+// only, so a data matrix needs no gradient unless something else asks for
+// one: for a B×D batch against M×D inducing points that saves one B×M×D
+// product per kernel evaluation (the dominant cost for D = 784).
 func (a ARD) weightedDot(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 	if err := a.checkWidth(x); err != nil {
 		return nil, err
@@ -179,6 +179,12 @@ func (a ARD) weightedDot(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 		return nil, err
 	}
 	e := &graph.Chain{}
+	// Weight the side with fewer rows: the inducing points (M×D) rather than
+	// a batch of data (B×D), whose weighted copy would need its own gradient.
+	if x.Shape()[0] < z.Shape()[0] {
+		xw := e.Do(G.HadamardProd(x, e.Do(graph.BroadcastTo(w, x.Shape(), []int{0}))))
+		return e.Do(graph.MatMul(xw, z, false, true)), e.Err
+	}
 	zw := e.Do(G.HadamardProd(z, e.Do(graph.BroadcastTo(w, z.Shape(), []int{0}))))
 	return e.Do(graph.MatMul(x, zw, false, true)), e.Err
 }

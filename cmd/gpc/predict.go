@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/models"
+)
+
+func init() {
+	register(&command{name: "predict", summary: "write class probabilities for the rows of a CSV file", run: runPredict})
+}
+
+type predictArgs struct {
+	model, input, out string
+	noise             noiseSpec
+	labeled           bool
+	samples           int
+}
+
+func parsePredict(args []string, stdout io.Writer) (*predictArgs, error) {
+	f := newFlags("predict",
+		"gpc predict --model MODEL.json --input FILE.csv --out PROBS.csv [flags]",
+		`Write the class probabilities of a trained model for every row of FILE.csv
+to PROBS.csv, one row per input with the header p0,…,p{C−1}.
+
+Without --labeled every column of FILE.csv is an input and there must be
+exactly as many as the model was trained with. With --labeled the last column
+is the class label; the error rate and the mean negative log-likelihood are
+then printed to standard output as one JSON line {"error":…,"nll":…,"n":…}.
+
+--input-noise gives the test inputs' noise variances (a number for every
+entry, or a CSV file with the same rows and input columns as FILE.csv); by
+default the model's learned or training variance is used. MGP ignores it.`)
+	var a predictArgs
+	var noise string
+	f.StringVar(&a.model, "model", "", "trained model `MODEL.json` written by gpc train (required)")
+	f.StringVar(&a.input, "input", "", "inputs `FILE.csv` (required)")
+	f.StringVar(&a.out, "out", "", "where to write the probabilities, `PROBS.csv` (required)")
+	f.StringVar(&noise, "input-noise", "", "test input noise: `VARIANCE|FILE.csv`")
+	f.BoolVar(&a.labeled, "labeled", false, "the last column of FILE.csv is the label: also print error and NLL as JSON")
+	f.IntVar(&a.samples, "test-samples", 0, "nimgp, nimgp-nn: override the model's Monte Carlo `samples` (0: as trained)")
+	pos, err := f.parse(args, stdout)
+	if err != nil {
+		return nil, err
+	}
+	if err := noArgs(pos); err != nil {
+		return nil, err
+	}
+	switch {
+	case a.model == "":
+		return nil, usagef("--model MODEL.json is required")
+	case a.input == "":
+		return nil, usagef("--input FILE.csv is required")
+	case a.out == "":
+		return nil, usagef("--out PROBS.csv is required")
+	case a.samples < 0:
+		return nil, usagef("--test-samples %d must not be negative", a.samples)
+	}
+	if a.noise, err = parseNoise(noise, false); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// predictScores is the JSON line printed with --labeled.
+type predictScores struct {
+	Error float64 `json:"error"`
+	NLL   float64 `json:"nll"`
+	N     int     `json:"n"`
+}
+
+func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	a, err := parsePredict(args, stdout)
+	if err != nil {
+		return err
+	}
+	m, err := models.Load(a.model, nil)
+	if err != nil {
+		return err
+	}
+	if a.samples > 0 {
+		m.Opts.TestSamples = a.samples
+	}
+	ds, err := readInputs(a.input, a.labeled, m.D, m.C)
+	if err != nil {
+		return err
+	}
+	var noise []float64
+	switch {
+	case a.noise.file != "":
+		if noise, err = datasets.ReadNoiseCSV(a.noise.file, ds.N, ds.D); err != nil {
+			return err
+		}
+		if m.Opts.Kind != models.MGP {
+			for k, v := range noise {
+				if v == 0 {
+					return fmt.Errorf("%s: data row %d, column %d: noise variance 0; predictions need positive variances", a.noise.file, k/ds.D+1, k%ds.D+1)
+				}
+			}
+		}
+	case a.noise.value > 0:
+		noise = make([]float64, ds.N*ds.D)
+		for i := range noise {
+			noise[i] = a.noise.value
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted")
+	}
+	probs, err := m.Predict(ds.X, ds.N, noise)
+	if err != nil {
+		return err
+	}
+	if err := datasets.WriteCSV(a.out, probs, ds.N, m.C); err != nil {
+		return err
+	}
+	if a.labeled {
+		s := models.Score(probs, ds.Y, m.C)
+		b, err := json.Marshal(predictScores{Error: s.Error, NLL: s.NLL, N: ds.N})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	}
+	return nil
+}
+
+// readInputs reads the rows to predict and checks them against a model with
+// d features and c classes.
+func readInputs(path string, labeled bool, d, c int) (*datasets.Dataset, error) {
+	if labeled {
+		// Read without NumClasses first so that a column-count mismatch is
+		// reported as such rather than as an out-of-range "label".
+		ds, err := datasets.ReadCSV(path, datasets.CSVOptions{Unlabeled: true})
+		if err != nil {
+			return nil, err
+		}
+		if ds.D != d+1 {
+			return nil, fmt.Errorf("%s has %d columns; with --labeled the model expects %d feature columns and a label (%d columns)", path, ds.D, d, d+1)
+		}
+		return datasets.ReadCSV(path, datasets.CSVOptions{NumClasses: c})
+	}
+	ds, err := datasets.ReadCSV(path, datasets.CSVOptions{Unlabeled: true})
+	if err != nil {
+		return nil, err
+	}
+	if ds.D != d {
+		hint := ""
+		if ds.D == d+1 {
+			hint = " (if the last column is the label, add --labeled)"
+		}
+		return nil, fmt.Errorf("%s has %d columns; the model expects exactly %d feature columns%s", path, ds.D, d, hint)
+	}
+	return ds, nil
+}

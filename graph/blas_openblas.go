@@ -1,0 +1,22 @@
+//go:build openblas
+
+package graph
+
+import (
+	G "gorgonia.org/gorgonia"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/netlib/blas/netlib"
+)
+
+// With the openblas build tag every matrix product, triangular solve and
+// Cholesky factorisation in gpc (and in Gorgonia's own ops) calls OpenBLAS
+// through cgo instead of gonum's pure-Go BLAS: about ten times faster on
+// the MNIST-sized products. Needs libopenblas-dev and
+// CGO_LDFLAGS=-lopenblas; see the README.
+func init() {
+	blas64.Use(netlib.Implementation{})
+	G.Use(netlib.Implementation{})
+}
+
+// BLAS names the BLAS implementation in use.
+const BLAS = "openblas"
