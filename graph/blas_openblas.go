@@ -3,9 +3,9 @@
 package graph
 
 import (
-	G "gorgonia.org/gorgonia"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/netlib/blas/netlib"
+	G "gorgonia.org/gorgonia"
 )
 
 // With the openblas build tag every matrix product, triangular solve and

@@ -20,7 +20,7 @@ import (
 // likelihoods.Expect1D for E[log p(y|f)] by Gauss–Hermite quadrature.
 type CLogLog struct{ Points int }
 
-func (l CLogLog) Latent(int) int           { return 1 }
+func (l CLogLog) Latent(int) int          { return 1 }
 func (l CLogLog) Params() []*layers.Param { return nil }
 
 // Targets stores the labels as 0/1.
