@@ -264,3 +264,43 @@ func (op reshapeOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	r, err := Reshape(g, op.from)
 	return G.Nodes{r}, err
 }
+
+// Stack places n-vectors side by side as the columns of an n×len(cols)
+// matrix (built from Reshape, Scatter and Add, so it differentiates to any order).
+func Stack(cols ...*G.Node) (*G.Node, error) {
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("graph.Stack: no columns")
+	}
+	n := cols[0].Shape()[0]
+	out := tensor.Shape{n, len(cols)}
+	var acc *G.Node
+	for j, c := range cols {
+		if c.Dims() != 1 || c.Shape()[0] != n {
+			return nil, fmt.Errorf("graph.Stack: column %d has shape %v, want (%d)", j, c.Shape(), n)
+		}
+		r, err := Reshape(c, tensor.Shape{n, 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(cols) > 1 {
+			if r, err = Scatter(r, out, 1, j); err != nil {
+				return nil, err
+			}
+		}
+		if acc == nil {
+			acc = r
+		} else if acc, err = G.Add(acc, r); err != nil {
+			return nil, err
+		}
+	}
+	return acc, nil
+}
+
+// Column returns column j of an n×k matrix as an n-vector.
+func Column(x *G.Node, j int) (*G.Node, error) {
+	c, err := Take(x, 1, j, j+1)
+	if err != nil {
+		return nil, err
+	}
+	return Reshape(c, tensor.Shape{x.Shape()[0]})
+}

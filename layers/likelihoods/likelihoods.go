@@ -125,35 +125,10 @@ func Expect1D(g *G.ExprGraph, mu, v *G.Node, points int, h func(f *G.Node) (*G.N
 }
 
 // Column returns column j of an n×L matrix as an n-vector.
-func Column(x *G.Node, j int) (*G.Node, error) {
-	c, err := graph.Take(x, 1, j, j+1)
-	if err != nil {
-		return nil, err
-	}
-	return graph.Reshape(c, tensor.Shape{x.Shape()[0]})
-}
+func Column(x *G.Node, j int) (*G.Node, error) { return graph.Column(x, j) }
 
 // Columns stacks n-vectors as the columns of an n×len(cols) matrix.
-func Columns(cols ...*G.Node) (*G.Node, error) {
-	n := cols[0].Shape()[0]
-	out := tensor.Shape{n, len(cols)}
-	var acc *G.Node
-	for j, c := range cols {
-		r, err := graph.Reshape(c, tensor.Shape{n, 1})
-		if err != nil {
-			return nil, err
-		}
-		if r, err = graph.Scatter(r, out, 1, j); err != nil {
-			return nil, err
-		}
-		if acc == nil {
-			acc = r
-		} else if acc, err = G.Add(acc, r); err != nil {
-			return nil, err
-		}
-	}
-	return acc, nil
-}
+func Columns(cols ...*G.Node) (*G.Node, error) { return graph.Stack(cols...) }
 
 // oneHot encodes labels as rows of an n×C indicator matrix.
 func oneHot(labels []int, classes int) []float64 {

@@ -285,25 +285,4 @@ func (b *Built) Marginals(x *G.Node) (mu, v *G.Node, err error) {
 }
 
 // Stack places n-vectors side by side as the columns of an n×len(cols) matrix.
-func Stack(cols []*G.Node) (*G.Node, error) {
-	n := cols[0].Shape()[0]
-	out := tensor.Shape{n, len(cols)}
-	var acc *G.Node
-	for j, c := range cols {
-		r, err := graph.Reshape(c, tensor.Shape{n, 1})
-		if err != nil {
-			return nil, err
-		}
-		if len(cols) > 1 {
-			if r, err = graph.Scatter(r, out, 1, j); err != nil {
-				return nil, err
-			}
-		}
-		if acc == nil {
-			acc = r
-		} else if acc, err = G.Add(acc, r); err != nil {
-			return nil, err
-		}
-	}
-	return acc, nil
-}
+func Stack(cols []*G.Node) (*G.Node, error) { return graph.Stack(cols...) }
