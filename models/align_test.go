@@ -1,6 +1,7 @@
 package models
 
 import (
+	"io"
 	"math"
 	"math/rand/v2"
 
@@ -23,7 +24,7 @@ func TestGivenNoiseFollowsShuffledRows(t *testing.T) {
 	}
 	for _, k := range []Kind{NIMGP, NIMGPFO} {
 		m, _ := New(Options{Kind: k, Inducing: 5, Batch: 8})
-		if err := m.initialize(ds); err != nil {
+		if err := m.initialize(ds, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		obj, err := m.newObjective(ds)
@@ -52,7 +53,7 @@ func TestGivenNoiseFollowsShuffledRows(t *testing.T) {
 func TestFirstOrderDeltaMatchesClosedForm(t *testing.T) {
 	ds := syntheticSet(40, 2, 3, 3)
 	m, _ := New(Options{Kind: NIMGPFO, Inducing: 6, NoiseVar: 0.3, Seed: 2})
-	if err := m.initialize(ds); err != nil {
+	if err := m.initialize(ds, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(5, 5))

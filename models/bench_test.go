@@ -1,6 +1,7 @@
 package models
 
 import (
+	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -27,7 +28,7 @@ func benchStep(b *testing.B, kind Kind, n, d, c, batch, m int, kernel string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := mod.initialize(ds); err != nil {
+	if err := mod.initialize(ds, io.Discard); err != nil {
 		b.Fatal(err)
 	}
 	obj, err := mod.newObjective(ds)

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"time"
 
@@ -48,7 +49,7 @@ func BenchStep(kind Kind, config string, iters int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := m.initialize(ds); err != nil {
+	if err := m.initialize(ds, io.Discard); err != nil {
 		return 0, err
 	}
 	obj, err := m.newObjective(ds)

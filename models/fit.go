@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/graph"
@@ -36,7 +37,11 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if err := train.Validate(); err != nil {
 		return err
 	}
-	if err := m.initialize(train); err != nil {
+	warn := cfg.Warnings
+	if warn == nil {
+		warn = os.Stderr
+	}
+	if err := m.initialize(train, warn); err != nil {
 		return err
 	}
 	obj, err := m.newObjective(train)

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 
@@ -46,7 +47,7 @@ func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, er
 			ds.Noise[i] = 0.05 + 0.3*rng.Float64()
 		}
 	}
-	if err := mod.initialize(ds); err != nil {
+	if err := mod.initialize(ds, io.Discard); err != nil {
 		return graph.CheckReport{}, err
 	}
 	// σ₀² starts at e⁻²⁰, where its gradient (~1e-8) is below the

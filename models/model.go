@@ -1,7 +1,9 @@
 package models
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,11 +11,13 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers"
 	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/layers/mlp"
 	"github.com/gpc-dev/gpc/layers/variational"
+	"github.com/gpc-dev/gpc/solvers"
 )
 
 // Model is a trained or untrained classifier. Build one with New, train it
@@ -86,7 +90,7 @@ func (m *Model) newLikelihood() likelihoods.Likelihood {
 // replacement (SE), amplitude e, σ₀² = e⁻²⁰; inducing points drawn per class
 // with replacement from the training rows; q(u) at the prior; q(x_i) means at
 // x̃_i with variance QXInitVar.
-func (m *Model) initialize(train *datasets.Dataset) error {
+func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 	o := m.Opts
 	m.D, m.C, m.N = train.D, train.C, train.N
 	if m.C < 2 {
@@ -121,11 +125,22 @@ func (m *Model) initialize(train *datasets.Dataset) error {
 			z[c] = append(z[c], train.Row(rng.IntN(m.N))...)
 		}
 	}
-	post, err := variational.New("q", variational.Config{Latent: latent, M: M, D: m.D, Whitened: o.Whitened, SharedZ: o.SharedZ, Jitter: o.Jitter}, m.kernels, z)
-	if err != nil {
-		return err
+	// q(u) starts at the prior, which needs chol(K_ZZ): a failure there gets
+	// the training loop's remedy, a bounded jitter increase with a warning.
+	jitter := o.Jitter
+	for tries := 0; ; tries++ {
+		post, err := variational.New("q", variational.Config{Latent: latent, M: M, D: m.D, Whitened: o.Whitened, SharedZ: o.SharedZ, Jitter: jitter}, m.kernels, z)
+		if err == nil {
+			m.post = post
+			break
+		}
+		if !errors.Is(err, graph.ErrNotPositiveDefinite) || tries == solvers.DefaultMaxJitterIncreases {
+			return err
+		}
+		next := math.Max(jitter*solvers.JitterGrowth, solvers.JitterFloor)
+		fmt.Fprintf(warn, "models: warning: K_ZZ is not positive definite at initialisation; jitter raised to %g\n", next)
+		jitter = next
 	}
-	m.post = post
 	if o.Kind.usesNoise() && o.LearnNoise {
 		m.logNoise = layers.NewParam("noise/logvar", tensor.Shape{m.D}, o.NoiseInit, layers.Exp)
 	}

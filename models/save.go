@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 
@@ -92,7 +93,7 @@ func Load(path string, custom *Options) (*Model, error) {
 		ph.Y[i] = i % s.C
 	}
 	m.Opts.Inducing = s.M
-	if err := m.initialize(ph); err != nil {
+	if err := m.initialize(ph, io.Discard); err != nil {
 		return nil, fmt.Errorf("models: %s: %w", path, err)
 	}
 	m.N = s.N

@@ -78,6 +78,9 @@ func (p *jitterPolicy) handle(err error, where string) error {
 	// (1e-05, not 9.999999999999999e-06), so warnings and model state read
 	// as intended.
 	next, _ := strconv.ParseFloat(strconv.FormatFloat(base*JitterGrowth, 'g', 12, 64), 64)
+	// A jitter far below the floor is round-off to the factorisation; growing
+	// it tenfold at a time would exhaust the retries without effect.
+	next = math.Max(next, JitterFloor)
 	// The relative slack absorbs any remaining round-off, so that reaching
 	// exactly MaxJitter is allowed.
 	if next > p.maxJitter*(1+1e-9) {

@@ -157,7 +157,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	for name := range commands {
-		if code, stdout, stderr := gpc(t, name, "-h"); code != 0 || !strings.Contains(stdout, "Usage:") {
+		if code, stdout, stderr := gpc(t, name, "-h"); code != 0 || !strings.Contains(strings.ToLower(stdout), "usage:") {
 			t.Errorf("gpc %s -h: status %d, stdout %q, stderr %q", name, code, stdout, stderr)
 		}
 	}

@@ -1,0 +1,38 @@
+package models
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// Identical inputs make all inducing points equal, so the linear kernel's
+// K_ZZ is c·11ᵀ + jitter·I, whose second Cholesky pivot is exactly zero
+// when the jitter (1e-300) vanishes against c: the factorisation fails and
+// training raises the jitter (with a warning) instead of stopping.
+func TestCholeskyFailureRaisesJitter(t *testing.T) {
+	ds := syntheticSet(60, 2, 3, 1)
+	for i := range ds.X {
+		ds.X[i] = 1
+	}
+	// Unwhitened, the failure comes when q(u) is set to the prior; whitened
+	// (q(v) = N(0, I) needs no factorisation), in the first training step.
+	for _, whitened := range []bool{false, true} {
+		m, err := New(Options{Kind: MGP, Kernel: "linear", Inducing: 10, Jitter: 1e-300, Epochs: 2, Batch: 30, Whitened: whitened})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var warn bytes.Buffer
+		if err := m.Fit(context.Background(), ds, FitConfig{Warnings: &warn}); err != nil {
+			t.Fatalf("whitened=%v: training stopped: %v", whitened, err)
+		}
+		if !strings.Contains(warn.String(), "jitter raised") {
+			t.Fatalf("whitened=%v: no jitter warning; warnings: %q", whitened, warn.String())
+		}
+		if j := m.post.JitterParam.Data[0]; !(j >= 1e-6) {
+			t.Fatalf("whitened=%v: jitter is still %g", whitened, j)
+		}
+		t.Logf("whitened=%v: %s", whitened, strings.TrimSpace(warn.String()))
+	}
+}
