@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gpc-dev/gpc/graph"
 	"io"
 	"runtime"
 	"runtime/debug"
@@ -65,7 +66,7 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := noArgs(pos); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "gpc %s%s (%s, %s/%s)\n", version, revision(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(stdout, "gpc %s%s (%s, %s/%s, BLAS: %s)\n", version, revision(), runtime.Version(), runtime.GOOS, runtime.GOARCH, graph.BLAS)
 	return nil
 }
 
