@@ -127,9 +127,9 @@ func (m *Model) buildTrain(B int) (*trainGraph, error) {
 // load fills the batch's inputs from the training set.
 func (t *trainGraph) load(train *trainingData, idx []int, weight []float64, rng randSource) {
 	m, D := t.m, t.m.D
+	w := len(train.targets) / train.n
 	for r, i := range idx {
 		copy(t.x.data[r*D:(r+1)*D], train.x[i*D:(i+1)*D])
-		w := len(train.targets) / train.n
 		copy(t.y.data[r*w:(r+1)*w], train.targets[i*w:(i+1)*w])
 		t.w.data[r] = weight[r]
 		if t.v.node != nil {

@@ -36,3 +36,18 @@ func TestCholeskyFailureRaisesJitter(t *testing.T) {
 		t.Logf("whitened=%v: %s", whitened, strings.TrimSpace(warn.String()))
 	}
 }
+
+func TestGivenNoiseMustBeUsable(t *testing.T) {
+	ds := syntheticSet(20, 2, 3, 1)
+	for _, k := range []Kind{NIMGP, NIMGPNN} {
+		m, _ := New(Options{Kind: k, Inducing: 4, Epochs: 1})
+		err := m.Fit(context.Background(), ds, FitConfig{})
+		if err == nil || !strings.Contains(err.Error(), "positive input-noise variances") {
+			t.Errorf("%s without noise variances: got %v", k, err)
+		}
+	}
+	m, _ := New(Options{Kind: NIMGPFO, Inducing: 4, Epochs: 1})
+	if err := m.Fit(context.Background(), ds, FitConfig{}); err != nil {
+		t.Errorf("NIMGP_FO with zero noise (Δ = 0): %v", err)
+	}
+}

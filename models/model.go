@@ -146,6 +146,9 @@ func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 	}
 	if o.Kind.usesNoise() && !o.LearnNoise {
 		m.trainNoise = givenNoise(train, o.NoiseVar)
+		if err := checkGivenNoise(o.Kind, m.trainNoise, m.D); err != nil {
+			return err
+		}
 	}
 	switch o.Kind {
 	case NIMGP:
@@ -240,4 +243,17 @@ func meanSquaredNorm(ds *datasets.Dataset, rng *rand.Rand) float64 {
 		return 1
 	}
 	return s / 1000
+}
+
+// checkGivenNoise rejects input-noise variances a model cannot use: NIMGP's
+// E log p(x̃|x) divides by them, so they must be positive; NIMGP_FO only
+// needs them non-negative (zero means no Δ).
+func checkGivenNoise(kind Kind, v []float64, d int) error {
+	for i, x := range v {
+		bad := math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || (x == 0 && kind.latentInputs())
+		if bad {
+			return fmt.Errorf("models: %s needs positive input-noise variances, got %v at row %d, column %d (set Options.NoiseVar, Dataset.Noise or LearnNoise)", kind, x, i/d, i%d+1)
+		}
+	}
+	return nil
 }
