@@ -79,7 +79,7 @@ var commands = map[string]*command{}
 func register(c *command) { commands[c.name] = c }
 
 // order is the order commands are listed in by gpc help.
-var order = []string{"demo", "train", "predict", "check-grad", "bench", "data", "version", "help"}
+var order = []string{"demo", "train", "predict", "check-grad", "bench", "experiment", "data", "version", "help"}
 
 // usageError is a problem with the command line (exit status 2).
 type usageError struct{ msg string }
@@ -138,9 +138,12 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) (c
 // exitCode reports err on stderr and maps it to an exit status.
 func exitCode(name string, err error, stderr io.Writer) int {
 	var ue *usageError
+	var st exitStatus
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &st):
+		return int(st) // the command has reported the problem itself
 	case errors.Is(err, errHelp):
 		return 0
 	case errors.As(err, &ue):

@@ -1,0 +1,167 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+)
+
+const usage = `usage:
+  gpc experiment run SPEC.yaml [--out DIR] [--splits K] [--epochs-scale F]
+                     [--methods a,b] [--datasets x,y] [--workers W]
+                     [--data-dir D] [--quick] [--dry-run]
+  gpc experiment report DIR [--data-dir D]
+
+run expands the spec's grid (data sets × settings × methods × splits), runs
+it on W parallel workers and appends one JSON line per finished run to
+DIR/results.jsonl (default DIR: out/<spec name>, or out/<spec name>-quick
+with --quick). Rerunning the same command skips the finished runs, so an
+interrupted experiment resumes without losing or repeating work. It then
+writes DIR/report.md, DIR/report.json and the spec's figures (PNG).
+report re-renders them from DIR/results.jsonl.
+`
+
+// Main is the `gpc experiment` command: args are the words after
+// "experiment". It returns the process exit code (0 ok, 1 failure, 2 usage).
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "run":
+		return mainRun(ctx, args[1:], stdout, stderr)
+	case "report":
+		return mainReport(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "gpc experiment: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments (the flag package stops at the first positional one).
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gpc experiment run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "output directory (default out/<spec name>[-quick])")
+	splits := fs.Int("splits", 0, "number of splits/repetitions (default: the spec's)")
+	scale := fs.Float64("epochs-scale", 1, "multiply every epoch budget by F")
+	methods := fs.String("methods", "", "comma-separated methods to run (default all)")
+	dsets := fs.String("datasets", "", "comma-separated data sets to run (default all)")
+	workers := fs.Int("workers", runtime.NumCPU(), "parallel runs")
+	dataDir := fs.String("data-dir", "", "data directory (default: $GPC_DATA, ../shared/data, ./data)")
+	quick := fs.Bool("quick", false, "use the spec's quick profile")
+	dry := fs.Bool("dry-run", false, "validate the spec, print the grid size and exit")
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "gpc experiment run: want one SPEC.yaml, got %d arguments\n\n%s", len(pos), usage)
+		return 2
+	}
+	if *splits < 0 || !(*scale > 0) || *workers < 1 {
+		fmt.Fprintln(stderr, "gpc experiment run: --splits must be ≥ 0, --epochs-scale > 0 and --workers ≥ 1")
+		return 2
+	}
+	spec, err := LoadSpec(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	rs, err := Resolve(spec, Options{Splits: *splits, EpochsScale: *scale, Methods: splitList(*methods), Datasets: splitList(*dsets), Quick: *quick})
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", pos[0], err)
+		return 1
+	}
+	runs := Expand(rs)
+	if *dry {
+		fmt.Fprintf(stdout, "%s: %d runs = %d data sets × %d settings × %d methods × %d splits (%s)\n",
+			rs.Name, len(runs), len(rs.Datasets), len(rs.Settings), len(rs.Methods), rs.Protocol.Splits, rs.Budget)
+		return 0
+	}
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join("out", rs.Name)
+		if *quick {
+			dir += "-quick"
+		}
+	}
+	sum, err := Execute(ctx, rs, dir, RunConfig{Workers: *workers, DataDir: *dataDir, Log: stderr})
+	if rerr := Report(dir, *dataDir); rerr != nil {
+		fmt.Fprintf(stderr, "report: %v\n", rerr)
+		if err == nil {
+			err = rerr
+		}
+	}
+	fmt.Fprintf(stdout, "%s: %d runs: %d done now, %d skipped (already done), %d failed. Report: %s\n",
+		rs.Name, sum.Total, sum.Done, sum.Skipped, sum.Failed, filepath.Join(dir, "report.md"))
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(stderr, "interrupted: finished runs are saved; rerun the same command to continue")
+		} else {
+			fmt.Fprintln(stderr, err)
+		}
+		return 1
+	}
+	return 0
+}
+
+func mainReport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gpc experiment report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", "", "data directory (for generated tables and data figures)")
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "gpc experiment report: want one DIR\n\n%s", usage)
+		return 2
+	}
+	if err := Report(pos[0], *dataDir); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(pos[0], "report.md"), filepath.Join(pos[0], "report.json"))
+	return 0
+}

@@ -1,0 +1,581 @@
+package experiments
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/models"
+)
+
+// uciNames are the UCI data sets the loader knows (Table 4).
+var uciNames = datasets.UCINames()
+
+// givenNoiseFloor replaces zero given noise variances: the NIMGP terms use
+// V⁻¹ and Predict refuses non-positive variances. It is the authors'
+// floor for attributes without error bars.
+const givenNoiseFloor = datasets.AstroNoiseFloor
+
+// env holds what runs of one spec share: the data directory and a cache of
+// loaded data sets and prepared splits (every method of a split uses the
+// same data, and generating a synthetic GP problem costs a Cholesky).
+type env struct {
+	spec    *Spec
+	dataDir string
+	mu      sync.Mutex
+	cache   map[string]*cacheEntry
+}
+
+type cacheEntry struct {
+	once sync.Once
+	val  any
+	err  error
+}
+
+func newEnv(s *Spec, dataDir string) *env {
+	return &env{spec: s, dataDir: dataDir, cache: map[string]*cacheEntry{}}
+}
+
+// cached computes f once per key, even when workers ask concurrently. The
+// cache keeps at most a few hundred small splits; large bases (MNIST) are
+// stored once.
+func (e *env) cached(key string, f func() (any, error)) (any, error) {
+	e.mu.Lock()
+	c, ok := e.cache[key]
+	if !ok {
+		c = &cacheEntry{}
+		e.cache[key] = c
+	}
+	e.mu.Unlock()
+	c.once.Do(func() { c.val, c.err = f() })
+	return c.val, c.err
+}
+
+// split is one prepared train/test pair.
+type split struct {
+	train, test *datasets.Dataset
+	nTotal      int
+	toy         *datasets.Toy1DProblem
+}
+
+// seedFor derives the data seed of a split; every method of a split sees
+// the same data (paired comparisons, as in the paper).
+func (s *Spec) seedFor(split int) uint64 { return s.Seed*1_000_003 + uint64(split) }
+
+// executeRun is the real executor: build the split's data, train, score.
+func executeRun(ctx context.Context, e *env, r Run) (*Result, error) {
+	if e.spec.Family == "active" {
+		return e.activeRun(ctx, r)
+	}
+	sp, err := e.prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	res, m, err := e.trainAndScore(ctx, r, sp.train, sp.test, sp.nTotal)
+	if err != nil {
+		return nil, err
+	}
+	if sp.toy != nil && r.Split == 0 {
+		if res.Curve, err = toyCurve(m, r, sp); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// prepare builds (or fetches from the cache) the data of a run's split.
+func (e *env) prepare(r Run) (*split, error) {
+	s := e.spec
+	st, b := r.Setting, r.Budget
+	key := fmt.Sprintf("%s|%s|%d|%d|%d", r.Dataset, st.Name, r.Split, b.NTrain, b.MaxTrain)
+	v, err := e.cached(key, func() (any, error) {
+		seed := s.seedFor(r.Split)
+		switch s.Family {
+		case "toy1d":
+			p, err := datasets.NewToy1DProblem(datasets.DefaultToy1DConfig(), st.Noise, seed)
+			if err != nil {
+				return nil, err
+			}
+			_, train := p.Sample(b.NTrain, 2*seed+1)
+			_, test := p.Sample(b.NTest, 2*seed+2)
+			return &split{train: train, test: test, nTotal: train.N + test.N, toy: p}, nil
+		case "synthetic":
+			d, c := st.D, st.C
+			if d == 0 {
+				d = 2
+			}
+			if c == 0 {
+				c = 3
+			}
+			sp, err := datasets.SyntheticSplitProblem(b.NTrain, b.NTest, d, c, st.Noise, seed, datasets.SyntheticOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return &split{train: sp.Train, test: sp.Test, nTotal: sp.Train.N + sp.Test.N}, nil
+		case "uci":
+			base, err := e.cached("uci:"+r.Dataset, func() (any, error) { return datasets.LoadUCI(e.dataDir, r.Dataset) })
+			if err != nil {
+				return nil, err
+			}
+			ds := base.(*datasets.Dataset)
+			tr, te := datasets.Split(ds.N, b.TestFraction, seed)
+			train, test := subsample(ds.Subset(tr), b.MaxTrain, seed), subsample(ds.Subset(te), b.MaxTest, seed+1)
+			std, _ := datasets.Standardize(train, test)
+			return &split{
+				train:  datasets.AddInputNoise(std[0], st.Noise, 2*seed+1),
+				test:   datasets.AddInputNoise(std[1], st.Noise, 2*seed+2),
+				nTotal: ds.N,
+			}, nil
+		case "mnist":
+			base, err := e.cached("mnist", func() (any, error) {
+				tr, te, err := datasets.LoadMNIST(e.dataDir)
+				return [2]*datasets.Dataset{tr, te}, err
+			})
+			if err != nil {
+				return nil, err
+			}
+			pair := base.([2]*datasets.Dataset)
+			train, test := subsample(pair[0], b.MaxTrain, seed), subsample(pair[1], b.MaxTest, seed+1)
+			std, _ := datasets.Standardize(train, test)
+			return &split{
+				train:  datasets.AddInputNoise(std[0], st.Noise, 2*seed+1),
+				test:   datasets.AddInputNoise(std[1], st.Noise, 2*seed+2),
+				nTotal: train.N + test.N,
+			}, nil
+		case "astro":
+			cols := datasets.AstroColumnsTable9
+			if st.Columns == "b4" {
+				cols = datasets.AstroColumnsB4
+			}
+			base, err := e.cached("astro:"+st.Columns, func() (any, error) {
+				ds, err := datasets.LoadAstroColumns(e.dataDir, cols)
+				if err != nil {
+					return nil, err
+				}
+				splits, err := datasets.AstroSplits(e.dataDir)
+				return [2]any{ds, splits}, err
+			})
+			if err != nil {
+				return nil, err
+			}
+			pair := base.([2]any)
+			ds, splits := pair[0].(*datasets.Dataset), pair[1].([][2][]int)
+			if r.Split >= len(splits) {
+				return nil, fmt.Errorf("astrophysics has %d fixed splits; split %d requested", len(splits), r.Split)
+			}
+			train, test, _ := datasets.AstroFold(ds, splits[r.Split])
+			return &split{train: train, test: test, nTotal: ds.N}, nil
+		}
+		return nil, fmt.Errorf("family %q has no data builder", s.Family)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*split), nil
+}
+
+// subsample keeps max rows chosen by a seeded permutation (0: all rows).
+func subsample(ds *datasets.Dataset, max int, seed uint64) *datasets.Dataset {
+	if max <= 0 || max >= ds.N {
+		return ds
+	}
+	perm := rand.New(rand.NewPCG(seed, 0x5ab)).Perm(ds.N)[:max]
+	return ds.Subset(perm)
+}
+
+// modelOptions maps a run to models.Options.
+func modelOptions(r Run, nTotal int, seed uint64) models.Options {
+	b, st := r.Budget, r.Setting
+	M := b.Inducing
+	if b.InducingFrac > 0 {
+		M = min(M, max(1, int(b.InducingFrac*float64(nTotal))))
+	}
+	o := models.Options{
+		Kind: models.Kind(r.Method.Kind), Inducing: M, Kernel: b.Kernel, Degree: b.Degree,
+		Epochs: b.Epochs, Batch: b.Batch, LR: b.LR, Seed: seed, Hidden: b.Hidden, Residual: b.Residual,
+		TestSamples: b.TestSamples, Quadrature: b.Quadrature,
+	}
+	if o.Kind != models.MGP {
+		if st.LearnNoise {
+			o.LearnNoise = true
+			o.NoiseInit = st.NoiseInit
+			if o.NoiseInit == 0 {
+				o.NoiseInit = 0.1
+			}
+		} else {
+			o.NoiseVar = math.Max(st.Noise, givenNoiseFloor)
+		}
+	}
+	return o
+}
+
+// floorNoise returns a copy of ds whose given variances are at least the floor.
+func floorNoise(ds *datasets.Dataset) *datasets.Dataset {
+	if ds.Noise == nil {
+		return ds
+	}
+	out := ds.Clone()
+	for i, v := range out.Noise {
+		out.Noise[i] = math.Max(v, givenNoiseFloor)
+	}
+	return out
+}
+
+// trainAndScore fits the run's model on train and scores it on test.
+func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Dataset, nTotal int) (*Result, *models.Model, error) {
+	seed := e.spec.seedFor(r.Split) + 1
+	o := modelOptions(r, nTotal, seed)
+	givenNoise := o.Kind != models.MGP && !o.LearnNoise
+	if givenNoise {
+		train, test = floorNoise(train), floorNoise(test)
+	}
+	var cfg models.FitConfig
+	epochs := 0
+	cfg.Warnings = io.Discard
+	switch r.Method.Variant {
+	case "augmented":
+		train = augment(train, r.Setting.Noise, seed)
+	case "sampling":
+		// MGP (sampling) draws each mini-batch's inputs from N(x̃_i, V).
+		// Every point is in exactly one batch per epoch, so redrawing all
+		// inputs before each epoch is the same thing. The model reads the
+		// training inputs from train.X by reference, so redrawing in place
+		// between epochs works; see resample.
+		train = train.Clone()
+		orig := slices.Clone(train.X)
+		rng := rand.New(rand.NewPCG(seed, 0x5a3))
+		resample(train.X, orig, r.Setting.Noise, rng)
+		cfg.Callback = func(models.Epoch) error {
+			epochs++
+			resample(train.X, orig, r.Setting.Noise, rng)
+			return nil
+		}
+	}
+	if cfg.Callback == nil {
+		cfg.Callback = func(models.Epoch) error { epochs++; return nil }
+	}
+	m, err := models.New(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	t0 := time.Now()
+	if err := m.Fit(ctx, train, cfg); err != nil {
+		return nil, nil, err
+	}
+	secs := time.Since(t0).Seconds()
+	var testNoise []float64
+	if givenNoise {
+		testNoise = test.Noise
+	}
+	probs, err := m.Predict(test.X, test.N, testNoise)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc := models.Score(probs, test.Y, test.C)
+	res := &Result{
+		Error: sc.Error, NLL: sc.NLL, Seconds: secs, Epochs: epochs,
+		NTrain: train.N, NTest: test.N, D: train.D, C: train.C, Inducing: o.Inducing,
+	}
+	if epochs > 0 {
+		res.SecondsPerEpoch = secs / float64(epochs)
+	}
+	if e.spec.Protocol.Uncertainty == "bootstrap" {
+		res.PointNLL, res.PointErr = pointLosses(probs, test.Y, test.C)
+	}
+	if test.C <= 10 {
+		res.Confusion = confusion(probs, test.Y, test.C)
+	}
+	info, err := inspectModel(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Params, res.NNParams = info.params, info.nnParams
+	if o.Kind == models.NIMGP {
+		res.Params += 2 * train.N * train.D // q(x_i) means and variances, not saved
+	}
+	if o.LearnNoise {
+		res.LearnedNoise = info.noise
+	}
+	return res, m, nil
+}
+
+// resample sets x = orig + N(0, v) elementwise.
+func resample(x, orig []float64, v float64, rng *rand.Rand) {
+	sd := math.Sqrt(v)
+	for i := range x {
+		x[i] = orig[i] + sd*rng.NormFloat64()
+	}
+}
+
+// augment is MGP (aug.): the training set plus two copies with extra noise
+// N(0, 2V), as the authors' MGPC_augmented script does ("twice the amount
+// of data" extra).
+func augment(train *datasets.Dataset, v float64, seed uint64) *datasets.Dataset {
+	a := datasets.AddInputNoise(train, 2*v, seed*1000+1)
+	b := datasets.AddInputNoise(train, 2*v, seed*1000+2)
+	out := train.Clone()
+	out.N = 3 * train.N
+	out.X = slices.Concat(train.X, a.X, b.X)
+	out.Y = slices.Concat(train.Y, a.Y, b.Y)
+	out.Noise = nil
+	return out
+}
+
+// pointLosses returns each test point's NLL and 0/1 error.
+func pointLosses(probs []float64, y []int, c int) (nll, errs []float64) {
+	nll, errs = make([]float64, len(y)), make([]float64, len(y))
+	for i, yi := range y {
+		row := probs[i*c : (i+1)*c]
+		nll[i] = -math.Log(math.Max(row[yi], 1e-300))
+		if argmax(row) != yi {
+			errs[i] = 1
+		}
+	}
+	return nll, errs
+}
+
+func argmax(row []float64) int {
+	a := 0
+	for j := range row {
+		if row[j] > row[a] {
+			a = j
+		}
+	}
+	return a
+}
+
+// confusion counts predicted × true labels.
+func confusion(probs []float64, y []int, c int) [][]float64 {
+	m := make([][]float64, c)
+	for i := range m {
+		m[i] = make([]float64, c)
+	}
+	for i, yi := range y {
+		m[argmax(probs[i*c:(i+1)*c])][yi]++
+	}
+	return m
+}
+
+// modelInfo is what inspectModel reads back from a trained model.
+type modelInfo struct {
+	params, nnParams int
+	noise            []float64
+	z                map[string][]float64
+}
+
+// inspectModel reads parameter counts, the learned noise variances and the
+// inducing inputs from the model's Save file. The models package has no
+// accessors for these; Save lists every parameter with its name and shape,
+// so it is the one stable public view (see the report for the accessors
+// this stands in for).
+func inspectModel(m *models.Model) (*modelInfo, error) {
+	f, err := os.CreateTemp("", "gpc-exp-*.json")
+	if err != nil {
+		return nil, err
+	}
+	path := f.Name()
+	f.Close()
+	defer os.Remove(path)
+	if err := m.Save(path); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var saved struct {
+		Params []struct {
+			Name string    `json:"name"`
+			Data []float64 `json:"data"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return nil, err
+	}
+	info := &modelInfo{z: map[string][]float64{}}
+	for _, p := range saved.Params {
+		switch {
+		case p.Name == "noise/logvar":
+			for _, v := range p.Data {
+				info.noise = append(info.noise, math.Exp(v))
+			}
+		case strings.Contains(p.Name, "jitter"):
+			continue // a numerical safeguard, not a model parameter
+		case strings.HasPrefix(p.Name, "enc"):
+			info.nnParams += len(p.Data)
+		}
+		if i := strings.LastIndex(p.Name, "/Z"); i >= 0 {
+			info.z[p.Name[i+1:]] = p.Data
+		}
+		if !strings.Contains(p.Name, "jitter") {
+			info.params += len(p.Data)
+		}
+	}
+	return info, nil
+}
+
+// toyCurve predicts on a grid of x̃ (Figure 2) and, for NIMGP_FO, also
+// without Δ and with the inducing inputs (Figure 1).
+func toyCurve(m *models.Model, r Run, sp *split) (*Curve, error) {
+	const n = 241
+	cfg := sp.toy.Config
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = cfg.Lo + (cfg.Hi-cfg.Lo)*float64(i)/float64(n-1)
+	}
+	grid := &datasets.Dataset{X: x, N: n, D: 1, Y: make([]int, n), C: sp.train.C}
+	noise := make([]float64, n)
+	for i := range noise {
+		noise[i] = math.Max(sp.toy.NoiseVar, givenNoiseFloor)
+	}
+	var given []float64
+	if r.Method.Kind != "mgp" && !r.Setting.LearnNoise {
+		given = noise
+	}
+	p, err := m.Predict(x, n, given)
+	if err != nil {
+		return nil, err
+	}
+	c := &Curve{X: x, P: columns(p, n, grid.C), Bayes: columns(sp.toy.BayesPredictive(grid), n, grid.C),
+		TrainX: sp.train.X, TrainY: sp.train.Y}
+	if r.Method.Kind == "nimgp-fo" {
+		tiny := make([]float64, n)
+		for i := range tiny {
+			tiny[i] = 1e-12
+		}
+		p0, err := m.Predict(x, n, tiny)
+		if err != nil {
+			return nil, err
+		}
+		c.NoDelta = columns(p0, n, grid.C)
+		info, err := inspectModel(m)
+		if err != nil {
+			return nil, err
+		}
+		for k := 0; k < grid.C; k++ {
+			c.Z = append(c.Z, info.z[fmt.Sprintf("Z%d", k)])
+		}
+	}
+	return c, nil
+}
+
+// columns turns an n×C row-major matrix into C columns.
+func columns(p []float64, n, c int) [][]float64 {
+	out := make([][]float64, c)
+	for k := range out {
+		out[k] = make([]float64, n)
+		for i := range n {
+			out[k][i] = p[i*c+k]
+		}
+	}
+	return out
+}
+
+// activeRun is one active-learning curve (Figures 6, 7): bootstrap-resample
+// Waveform (as the authors' script), take initial/test/pool blocks,
+// standardise with the initial training statistics, inject noise, then
+// repeatedly train, score, and move one pool point to the training set —
+// the one of maximal predictive entropy, or a random one.
+func (e *env) activeRun(ctx context.Context, r Run) (*Result, error) {
+	s, b, st := e.spec, r.Budget, r.Setting
+	base, err := e.cached("uci:"+r.Dataset, func() (any, error) { return datasets.LoadUCI(e.dataDir, r.Dataset) })
+	if err != nil {
+		return nil, err
+	}
+	ds := base.(*datasets.Dataset)
+	seed := s.seedFor(r.Split)
+	rng := rand.New(rand.NewPCG(seed, 0xac7))
+	need := b.InitialTrain + b.TestSize + b.PoolSize
+	idx := make([]int, need)
+	for i := range idx {
+		idx[i] = rng.IntN(ds.N)
+	}
+	train := ds.Subset(idx[:b.InitialTrain])
+	test := ds.Subset(idx[b.InitialTrain : b.InitialTrain+b.TestSize])
+	pool := ds.Subset(idx[b.InitialTrain+b.TestSize:])
+	std, _ := datasets.Standardize(train, test, pool)
+	train = datasets.AddInputNoise(std[0], st.Noise, 3*seed+1)
+	test = datasets.AddInputNoise(std[1], st.Noise, 3*seed+2)
+	pool = datasets.AddInputNoise(std[2], st.Noise, 3*seed+3)
+	res := &Result{}
+	t0 := time.Now()
+	for step := 0; ; step++ {
+		rr := r
+		if step > 0 && b.StepEpochs > 0 {
+			rr.Budget.Epochs = b.StepEpochs
+		}
+		out, m, err := e.trainAndScore(ctx, rr, train, test, b.InitialTrain)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", step, err)
+		}
+		res.ALError = append(res.ALError, out.Error)
+		res.ALNLL = append(res.ALNLL, out.NLL)
+		if step == 0 {
+			*res = Result{ALError: res.ALError, ALNLL: res.ALNLL, NTrain: out.NTrain, NTest: out.NTest, D: out.D, C: out.C,
+				Inducing: out.Inducing, Params: out.Params, NNParams: out.NNParams}
+		}
+		res.LearnedNoise = out.LearnedNoise
+		res.Epochs += out.Epochs
+		if step == b.Steps || pool.N == 0 {
+			res.Error, res.NLL = out.Error, out.NLL
+			break
+		}
+		pick := rng.IntN(pool.N)
+		if st.Selection == "entropy" {
+			var noise []float64
+			if rr.Method.Kind != "mgp" && !st.LearnNoise {
+				noise = floorNoise(pool).Noise
+			}
+			p, err := m.Predict(pool.X, pool.N, noise)
+			if err != nil {
+				return nil, err
+			}
+			best := -1.0
+			for i := range pool.N {
+				var h float64
+				for _, q := range p[i*pool.C : (i+1)*pool.C] {
+					if q > 0 {
+						h -= q * math.Log(q)
+					}
+				}
+				if h > best {
+					best, pick = h, i
+				}
+			}
+		}
+		rest := make([]int, 0, pool.N-1)
+		for i := range pool.N {
+			if i != pick {
+				rest = append(rest, i)
+			}
+		}
+		train = concat(train, pool.Subset([]int{pick}))
+		pool = pool.Subset(rest)
+	}
+	res.Seconds = time.Since(t0).Seconds()
+	if res.Epochs > 0 {
+		res.SecondsPerEpoch = res.Seconds / float64(res.Epochs)
+	}
+	return res, nil
+}
+
+// concat appends b's rows to a.
+func concat(a, b *datasets.Dataset) *datasets.Dataset {
+	out := a.Clone()
+	out.N += b.N
+	out.X = append(out.X, b.X...)
+	out.Y = append(out.Y, b.Y...)
+	if out.Noise != nil && b.Noise != nil {
+		out.Noise = append(out.Noise, b.Noise...)
+	}
+	return out
+}

@@ -1,0 +1,310 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestSpecsDryRun validates every shipped spec, full and quick: each must
+// parse strictly, validate, and expand to a non-empty grid.
+func TestSpecsDryRun(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no specs found: %v", err)
+	}
+	for _, f := range files {
+		for _, quick := range []bool{false, true} {
+			args := []string{"run", f, "--dry-run"}
+			if quick {
+				args = append(args, "--quick")
+			}
+			var out, errb bytes.Buffer
+			if code := Main(args, &out, &errb); code != 0 {
+				t.Errorf("%v: exit %d: %s", args, code, errb.String())
+				continue
+			}
+			if !strings.Contains(out.String(), " runs = ") {
+				t.Errorf("%v: unexpected output %q", args, out.String())
+			}
+		}
+	}
+}
+
+// TestSpecPaperValuesComplete checks that every results table of every
+// shipped spec has a paper value for each cell the paper reports, i.e.
+// that the paper rows cover all settings × data sets (or say "-").
+func TestSpecPaperValuesComplete(t *testing.T) {
+	files, _ := filepath.Glob("*.yaml")
+	for _, f := range files {
+		s, err := LoadSpec(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range s.Tables {
+			if len(tb.Paper) == 0 || (tb.Kind != "" && tb.Kind != "results") {
+				continue
+			}
+			rp := &reporter{s: s}
+			for _, st := range rp.tableSettings(tb) {
+				for _, d := range s.Datasets {
+					if _, ok := paperValue(tb, st.Name, d, 0); !ok {
+						t.Errorf("%s %s: no paper value for %s / %s", f, tb.ID, st.Name, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+const miniSpec = `name: mini
+title: mini
+source: test
+family: toy1d
+datasets: [toy]
+protocol: {splits: 3, n_train: 10, n_test: 10}
+training: {epochs: 1, batch: 5, lr: 0.01, inducing: 3}
+settings:
+  - {name: a, noise: 0.1}
+  - {name: b, noise: 0.2}
+methods:
+  - {name: MGP, kind: mgp}
+  - {name: NIMGP, kind: nimgp}
+tables:
+  - id: T
+    title: t
+    metric: nll
+    paper:
+      - {setting: a, values: ["1±0.1", "2"]}
+`
+
+func TestStrictYAMLErrorsHaveLines(t *testing.T) {
+	cases := []struct{ edit, want string }{
+		{strings.Replace(miniSpec, "lr: 0.01", "lr: 0.01, epoch: 3", 1), "line 7"},                     // unknown key
+		{strings.Replace(miniSpec, "kind: nimgp}", "kind: nimpg}", 1), "mini.yaml:13:"},                // bad kind
+		{strings.Replace(miniSpec, `values: ["1±0.1", "2"]`, `values: ["1±0.1"]`, 1), "mini.yaml:19:"}, // wrong count
+		{strings.Replace(miniSpec, `values: ["1±0.1", "2"]`, `values: ["x", "2"]`, 1), "mini.yaml:19:"},
+		{strings.Replace(miniSpec, "{name: b, noise: 0.2}", "{name: a, noise: 0.2}", 1), "mini.yaml:10:"},
+		{strings.Replace(miniSpec, "family: toy1d", "family: toys", 1), "mini.yaml:4:"},
+	}
+	for i, c := range cases {
+		_, err := ParseSpec("mini.yaml", []byte(c.edit))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("case %d: error %v, want it to mention %q", i, err, c.want)
+		}
+	}
+	if _, err := ParseSpec("mini.yaml", []byte(miniSpec)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExpandKeysStableAndUnique(t *testing.T) {
+	s, err := ParseSpec("mini.yaml", []byte(miniSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := Expand(s), Expand(s)
+	if len(a) != 2*2*3 {
+		t.Fatalf("grid has %d runs, want 12", len(a))
+	}
+	seen := map[string]bool{}
+	for i := range a {
+		if a[i].Key != b[i].Key {
+			t.Fatalf("key not stable: %s vs %s", a[i].Key, b[i].Key)
+		}
+		if seen[a[i].Key] {
+			t.Fatalf("duplicate key %s", a[i].Key)
+		}
+		seen[a[i].Key] = true
+	}
+	r, err := Resolve(s, Options{EpochsScale: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Expand(r)[0].Key == a[0].Key {
+		t.Fatal("a different budget must change the key")
+	}
+}
+
+// TestKillAndRerun simulates killing an experiment after k finished runs
+// (the context is cancelled while other runs are in flight) and rerunning
+// it: the second invocation must run exactly the missing runs, and the file
+// must end with the full grid, each key once.
+func TestKillAndRerun(t *testing.T) {
+	s, err := ParseSpec("mini.yaml", []byte(miniSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var calls atomic.Int64
+	fake := func(ctx context.Context, _ *env, r Run) (*Result, error) {
+		calls.Add(1)
+		select { // a run takes a little while and honours cancellation
+		case <-time.After(time.Duration(2+r.Split) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &Result{Error: 0.1, NLL: float64(r.Split)}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	const k = 5
+	_, err = Execute(ctx, s, dir, RunConfig{Workers: 3, exec: fake, afterAppend: func(n int) {
+		if n == k {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("first run: %v, want context.Canceled", err)
+	}
+	first := readKeys(t, dir)
+	if len(first) < k || len(first) >= 12 {
+		t.Fatalf("after the kill %d runs are stored, want between %d and 11", len(first), k)
+	}
+	calls.Store(0)
+	sum, err := Execute(context.Background(), s, dir, RunConfig{Workers: 3, exec: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Skipped != len(first) || sum.Done != 12-len(first) || int(calls.Load()) != 12-len(first) {
+		t.Fatalf("rerun: %+v with %d executions; want %d skipped and %d done", sum, calls.Load(), len(first), 12-len(first))
+	}
+	all := readKeys(t, dir)
+	if len(all) != 12 {
+		t.Fatalf("%d lines, want 12", len(all))
+	}
+	seen := map[string]bool{}
+	for _, k := range all {
+		if seen[k] {
+			t.Fatalf("duplicate result %s", k)
+		}
+		seen[k] = true
+	}
+	for _, r := range Expand(s) {
+		if !seen[r.Key] {
+			t.Fatalf("missing result %s", r.Key)
+		}
+	}
+	// The report renders from the lines alone.
+	if err := Report(dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	var rj ReportJSON
+	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err := json.Unmarshal(b, &rj); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range rj.Cells {
+		if c.Table == "T" && c.Setting == "a" && c.Method == "MGP" {
+			found = true
+			if c.N != 3 || c.Mean == nil || *c.Mean != 1 || c.Paper == nil || *c.Paper != 1 {
+				t.Fatalf("cell %+v: want n=3, mean 1 (splits 0,1,2), paper 1", c)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("report.json lacks the T/a/MGP cell")
+	}
+}
+
+func readKeys(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r Result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("unparseable line %q: %v", line, err)
+		}
+		keys = append(keys, r.Key)
+	}
+	return keys
+}
+
+// TestStoreToleratesTornLine: a torn last line (machine crash mid-write) is
+// ignored, and the next append starts on a fresh line.
+func TestStoreToleratesTornLine(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "results.jsonl")
+	if err := os.WriteFile(p, []byte(`{"key":"a","nll":1}`+"\n"+`{"key":"b","nl`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.has("a") || st.has("b") {
+		t.Fatal("want a stored and b (torn) not")
+	}
+	if err := st.append(Result{Key: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st2.has("a") || !st2.has("b") || len(st2.results()) != 2 {
+		t.Fatalf("after append: %v", st2.results())
+	}
+}
+
+func TestMeanRanks(t *testing.T) {
+	rp := &reporter{results: []Result{
+		{Dataset: "x", Setting: "s", Method: "A", Split: 0, NLL: 1},
+		{Dataset: "x", Setting: "s", Method: "B", Split: 0, NLL: 2},
+		{Dataset: "x", Setting: "s", Method: "A", Split: 1, NLL: 3},
+		{Dataset: "x", Setting: "s", Method: "B", Split: 1, NLL: 3},
+		{Dataset: "x", Setting: "s", Method: "A", Split: 2, NLL: 3}, // B missing: skipped
+	}}
+	r := rp.meanRanks("s", []string{"A", "B"}, "nll")
+	if r["A"].n != 2 || r["A"].mean != 1.25 || r["B"].mean != 1.75 {
+		t.Fatalf("ranks %+v", r)
+	}
+}
+
+// TestMiniEndToEnd runs the real pipeline (toy data, all four models) at a
+// tiny budget through Main, then re-renders the report.
+func TestMiniEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.NewReplacer(
+		"splits: 3, n_train: 10, n_test: 10", "splits: 1, n_train: 40, n_test: 30",
+		"  - {name: NIMGP, kind: nimgp}", "  - {name: NIMGP, kind: nimgp, test_samples: 3}\n  - {name: NIMGP_NN, kind: nimgp-nn, test_samples: 3}\n  - {name: NIMGP_FO, kind: nimgp-fo}",
+		`values: ["1±0.1", "2"]`, `values: ["1±0.1", "2", "-", "-"]`,
+	).Replace(miniSpec) + "figures: [fig1, fig2]\n"
+	sp := filepath.Join(dir, "mini.yaml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var o, e bytes.Buffer
+	if code := Main([]string{"run", sp, "--out", out, "--workers", "2"}, &o, &e); code != 0 {
+		t.Fatalf("exit %d: %s", code, e.String())
+	}
+	if code := Main([]string{"report", out}, &o, &e); code != 0 {
+		t.Fatalf("report exit %d: %s", code, e.String())
+	}
+	for _, f := range []string{"report.md", "report.json", "results.jsonl", "fig1.png", "fig2.png"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	if !strings.Contains(string(md), "· 1±0.1") || strings.Contains(string(md), "not drawn") {
+		t.Errorf("report.md:\n%s", md)
+	}
+	// A second run finds everything done.
+	o.Reset()
+	if code := Main([]string{"run", sp, "--out", out}, &o, &e); code != 0 || !strings.Contains(o.String(), "0 done now, 8 skipped") {
+		t.Fatalf("rerun: exit %d, %s", code, o.String())
+	}
+}

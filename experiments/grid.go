@@ -1,0 +1,200 @@
+package experiments
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+)
+
+// Run is one cell of the expanded grid: a data set, a setting, a method and
+// a split, with the fully resolved training budget.
+type Run struct {
+	// Key identifies the run in results.jsonl; it includes a hash of the
+	// budget so that a rerun with other epochs or sizes is not mistaken for
+	// a finished one.
+	Key     string  `json:"key"`
+	Dataset string  `json:"dataset"`
+	Setting Setting `json:"setting"`
+	Method  Method  `json:"method"`
+	Split   int     `json:"split"`
+	// Budget is the effective configuration the key hashes.
+	Budget Budget `json:"budget"`
+}
+
+// Budget is what a run trains with after defaults, quick profile and flags.
+type Budget struct {
+	Epochs       int     `json:"epochs"`
+	StepEpochs   int     `json:"step_epochs,omitempty"`
+	Batch        int     `json:"batch"`
+	LR           float64 `json:"lr"`
+	Inducing     int     `json:"inducing"`
+	InducingFrac float64 `json:"inducing_frac,omitempty"`
+	TestSamples  int     `json:"test_samples"`
+	Kernel       string  `json:"kernel"`
+	Degree       int     `json:"degree,omitempty"`
+	Hidden       []int   `json:"hidden"`
+	Residual     bool    `json:"residual"`
+	Quadrature   int     `json:"quadrature,omitempty"`
+	NTrain       int     `json:"n_train,omitempty"`
+	NTest        int     `json:"n_test,omitempty"`
+	MaxTrain     int     `json:"max_train,omitempty"`
+	MaxTest      int     `json:"max_test,omitempty"`
+	TestFraction float64 `json:"test_fraction,omitempty"`
+	InitialTrain int     `json:"initial_train,omitempty"`
+	TestSize     int     `json:"test_size,omitempty"`
+	PoolSize     int     `json:"pool_size,omitempty"`
+	Steps        int     `json:"steps,omitempty"`
+	Seed         uint64  `json:"seed"`
+}
+
+// Options are the command-line flags that change how a spec expands.
+type Options struct {
+	// Splits overrides protocol.splits (0: keep).
+	Splits int
+	// EpochsScale multiplies every epoch budget (0: 1).
+	EpochsScale float64
+	// Methods and Datasets restrict the grid (names, case-insensitive).
+	Methods, Datasets []string
+	// Quick selects the spec's quick profile.
+	Quick bool
+}
+
+// Resolve applies the quick profile and the flags to a copy of the spec.
+func Resolve(spec *Spec, o Options) (*Spec, error) {
+	s := *spec
+	s.Datasets = append([]string(nil), spec.Datasets...)
+	s.Settings = append([]Setting(nil), spec.Settings...)
+	s.Methods = append([]Method(nil), spec.Methods...)
+	budget := "full (paper protocol as written in the spec)"
+	if o.Quick {
+		if err := s.applyQuick(); err != nil {
+			return nil, err
+		}
+		budget = "quick profile"
+	}
+	if o.Splits > 0 {
+		s.Protocol.Splits = o.Splits
+		budget += fmt.Sprintf(", --splits %d", o.Splits)
+	}
+	if o.EpochsScale > 0 && o.EpochsScale != 1 {
+		scale := func(e int) int {
+			if e == 0 {
+				return 0
+			}
+			return max(1, int(math.Round(float64(e)*o.EpochsScale)))
+		}
+		s.Training.Epochs = scale(s.Training.Epochs)
+		s.Training.StepEpochs = scale(s.Training.StepEpochs)
+		for i := range s.Methods {
+			s.Methods[i].Epochs = scale(s.Methods[i].Epochs)
+		}
+		budget += fmt.Sprintf(", --epochs-scale %g", o.EpochsScale)
+	}
+	if len(o.Methods) > 0 {
+		names := make([]string, len(s.Methods))
+		for i, m := range s.Methods {
+			names[i] = m.Name
+		}
+		keep, err := filterNames("method", o.Methods, names)
+		if err != nil {
+			return nil, err
+		}
+		var ms []Method
+		for i, m := range s.Methods {
+			if keep[i] {
+				ms = append(ms, m)
+			}
+		}
+		s.Methods = ms
+	}
+	if len(o.Datasets) > 0 {
+		keep, err := filterNames("data set", o.Datasets, s.Datasets)
+		if err != nil {
+			return nil, err
+		}
+		var ds []string
+		for i, d := range s.Datasets {
+			if keep[i] {
+				ds = append(ds, d)
+			}
+		}
+		s.Datasets = ds
+	}
+	s.Budget = fmt.Sprintf("%s: %d splits, %d epochs", budget, s.Protocol.Splits, s.Training.Epochs)
+	return &s, nil
+}
+
+// budgetFor resolves a method's effective budget.
+func (s *Spec) budgetFor(m Method, st Setting) Budget {
+	t, p := s.Training, s.Protocol
+	b := Budget{
+		Epochs: t.Epochs, StepEpochs: t.StepEpochs, Batch: t.Batch, LR: t.LR, Inducing: t.Inducing,
+		InducingFrac: t.InducingFrac, TestSamples: t.TestSamples, Kernel: t.Kernel, Degree: t.Degree,
+		Hidden: t.Hidden, Residual: t.Residual, Quadrature: t.Quadrature,
+		NTrain: p.NTrain, NTest: p.NTest, MaxTrain: p.MaxTrain, MaxTest: p.MaxTest, TestFraction: p.TestFraction,
+		InitialTrain: p.InitialTrain, TestSize: p.TestSize, PoolSize: p.PoolSize, Steps: p.Steps, Seed: s.Seed,
+	}
+	if b.Kernel == "" {
+		b.Kernel = "se"
+	}
+	if b.TestSamples == 0 {
+		b.TestSamples = 500
+	}
+	if m.Epochs > 0 {
+		b.Epochs = m.Epochs
+	}
+	if m.Batch > 0 {
+		b.Batch = m.Batch
+	}
+	if m.LR > 0 {
+		b.LR = m.LR
+	}
+	if m.TestSamples > 0 {
+		b.TestSamples = m.TestSamples
+	}
+	if m.Hidden != nil {
+		b.Hidden = m.Hidden
+	}
+	if m.Residual != nil {
+		b.Residual = *m.Residual
+	}
+	if st.NTrain > 0 {
+		b.NTrain = st.NTrain
+	}
+	if m.Kind != "nimgp-nn" {
+		b.Hidden, b.Residual = nil, false
+	}
+	if m.Kind != "nimgp" && m.Kind != "nimgp-nn" {
+		b.TestSamples = 0
+	}
+	return b
+}
+
+// Expand lists the runs of a resolved spec in a deterministic order: data
+// sets × settings × splits × methods, so that the methods of one split
+// finish close together and partial results are comparable early.
+func Expand(s *Spec) []Run {
+	var runs []Run
+	for _, d := range s.Datasets {
+		for _, st := range s.Settings {
+			for split := range s.Protocol.Splits {
+				for _, m := range s.Methods {
+					b := s.budgetFor(m, st)
+					r := Run{Dataset: d, Setting: st, Method: m, Split: split, Budget: b}
+					r.Key = fmt.Sprintf("%s|%s|%s|%d|%s", d, st.Name, m.Name, split, hashOf(s.Family, st, m, b))
+					runs = append(runs, r)
+				}
+			}
+		}
+	}
+	return runs
+}
+
+// hashOf is a short FNV hash of the JSON of its arguments.
+func hashOf(v ...any) string {
+	b, _ := json.Marshal(v)
+	h := fnv.New32a()
+	h.Write(b)
+	return fmt.Sprintf("%08x", h.Sum32())
+}

@@ -1,0 +1,493 @@
+package experiments
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gpc-dev/gpc/datasets"
+)
+
+// Cell is one entry of report.json: our mean ± standard error over n runs
+// beside the paper's published value (nil where the paper has none).
+type Cell struct {
+	Table   string   `json:"table"`
+	Dataset string   `json:"dataset"`
+	Setting string   `json:"setting"`
+	Method  string   `json:"method"`
+	Metric  string   `json:"metric"`
+	Mean    *float64 `json:"mean"`
+	Stderr  *float64 `json:"stderr"`
+	N       int      `json:"n"`
+	// Paper is the paper's mean (its ± is in report.md and the spec).
+	Paper *float64 `json:"paper"`
+}
+
+// ReportJSON is the layout of report.json.
+type ReportJSON struct {
+	Spec  *Spec  `json:"spec"`
+	Cells []Cell `json:"cells"`
+}
+
+// stat is a mean with its standard error and count.
+type stat struct {
+	mean, se float64
+	n        int
+}
+
+// summarize returns the mean and the standard error of the mean (sample
+// standard deviation / √n; 0 for a single value).
+func summarize(v []float64) stat {
+	if len(v) == 0 {
+		return stat{mean: math.NaN(), se: math.NaN()}
+	}
+	var m float64
+	for _, x := range v {
+		m += x
+	}
+	m /= float64(len(v))
+	if len(v) == 1 {
+		return stat{mean: m, n: 1}
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	return stat{mean: m, se: math.Sqrt(ss / float64(len(v)-1) / float64(len(v))), n: len(v)}
+}
+
+// metricOf extracts a results-table metric from a run.
+func metricOf(r Result, metric string) (float64, bool) {
+	switch metric {
+	case "nll":
+		return r.NLL, true
+	case "error":
+		return r.Error, true
+	case "seconds_per_epoch":
+		return r.SecondsPerEpoch, true
+	case "learned_noise":
+		if len(r.LearnedNoise) == 0 {
+			return 0, false
+		}
+		var s float64
+		for _, v := range r.LearnedNoise {
+			s += v
+		}
+		return s / float64(len(r.LearnedNoise)), true
+	}
+	return 0, false
+}
+
+// reporter renders one spec's results.
+type reporter struct {
+	s       *Spec
+	dir     string
+	dataDir string
+	results []Result
+	// by groups results by dataset|setting|method.
+	by    map[string][]Result
+	cells []Cell
+	md    strings.Builder
+}
+
+func groupKey(d, s, m string) string { return d + "|" + s + "|" + m }
+
+// Report writes DIR/report.md, DIR/report.json and the spec's figures from
+// DIR/results.jsonl and the spec saved by Execute. Only results of the
+// saved grid are used, so stale lines from another budget are ignored.
+func Report(dir, dataDir string) error {
+	s, err := loadResolved(dir)
+	if err != nil {
+		return fmt.Errorf("report: %w (was the experiment run into %s?)", err, dir)
+	}
+	st, err := openStore(dir)
+	if err != nil {
+		return err
+	}
+	keys := map[string]bool{}
+	for _, r := range Expand(s) {
+		keys[r.Key] = true
+	}
+	rp := &reporter{s: s, dir: dir, dataDir: dataDir, by: map[string][]Result{}}
+	for _, r := range st.results() {
+		if keys[r.Key] {
+			rp.results = append(rp.results, r)
+			k := groupKey(r.Dataset, r.Setting, r.Method)
+			rp.by[k] = append(rp.by[k], r)
+		}
+	}
+	rp.render(len(keys))
+	if err := writeFileAtomic(filepath.Join(dir, "report.md"), []byte(rp.md.String())); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(ReportJSON{Spec: s, Cells: rp.cells}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "report.json"), b); err != nil {
+		return err
+	}
+	return rp.figures()
+}
+
+func (rp *reporter) printf(format string, args ...any) { fmt.Fprintf(&rp.md, format, args...) }
+
+func (rp *reporter) render(total int) {
+	s := rp.s
+	rp.printf("# %s\n\n", s.Title)
+	rp.printf("Spec `%s` (family %s). Paper values: %s.\n\n", s.Name, s.Family, s.Source)
+	rp.printf("Budget: %s. Runs finished: %d of %d.\n\n", s.Budget, len(rp.results), total)
+	rp.printf("Cells read `ours ± standard error [n runs] · paper`; `—` means no value.\n\n")
+	for _, tb := range s.Tables {
+		switch tb.Kind {
+		case "confusion":
+			rp.confusionTable(tb)
+		case "data":
+			rp.dataTable(tb)
+		case "params":
+			rp.paramsTable(tb)
+		default:
+			rp.resultsTable(tb)
+		}
+	}
+	if len(s.Figures) > 0 {
+		rp.printf("## Figures\n\n")
+		for _, f := range s.Figures {
+			rp.printf("- %s: `%s.png`\n", f, f)
+		}
+		rp.printf("\n")
+	}
+	if s.Notes != "" {
+		rp.printf("## Notes and deviations\n\n%s\n", s.Notes)
+	}
+}
+
+func (rp *reporter) tableMethods(tb Table) []string {
+	if len(tb.Methods) > 0 {
+		return tb.Methods
+	}
+	var ms []string
+	for _, m := range rp.s.Methods {
+		ms = append(ms, m.Name)
+	}
+	return ms
+}
+
+func (rp *reporter) tableSettings(tb Table) []Setting {
+	var out []Setting
+	for _, st := range rp.s.Settings {
+		if len(tb.Settings) == 0 || slices.Contains(tb.Settings, st.Name) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// paperValue finds the paper's value for a results-table cell.
+func paperValue(tb Table, setting, dataset string, col int) (string, bool) {
+	for _, r := range tb.Paper {
+		if (r.Setting == "" || r.Setting == setting) && (r.Dataset == "" || r.Dataset == dataset) && col < len(r.Values) {
+			return r.Values[col], true
+		}
+	}
+	return "", false
+}
+
+// pcell adds a report.json cell and returns its markdown text.
+func (rp *reporter) pcell(tb Table, dataset, setting, method, metric string, st stat, paper string) string {
+	c := Cell{Table: tb.ID, Dataset: dataset, Setting: setting, Method: method, Metric: metric, N: st.n}
+	ours := "—"
+	if st.n > 0 && !math.IsNaN(st.mean) {
+		m, e := st.mean, st.se
+		c.Mean, c.Stderr = &m, &e
+		ours = fmt.Sprintf("%s±%s [%d]", fmtNum(m), fmtNum(e), st.n)
+	}
+	pp := "—"
+	if paper != "" && paper != "-" {
+		pp = paper
+		// "formula = value" (Table 19) carries its evaluated number last.
+		if i := strings.LastIndex(paper, "= "); i >= 0 {
+			paper = paper[i+2:]
+		}
+		if m, _, ok := parsePaperValue(paper); ok {
+			c.Paper = &m
+		}
+	}
+	rp.cells = append(rp.cells, c)
+	return ours + " · " + pp
+}
+
+// fmtNum prints 3 significant digits, like the paper.
+func fmtNum(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	a := math.Abs(v)
+	switch {
+	case v == math.Trunc(v) && a < 1e9:
+		return fmt.Sprintf("%d", int64(v)) // counts (Table 4, Table 19)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.3g", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+// statFor summarises a metric over the runs of one group; with bootstrap
+// uncertainty and a single run, the error bar is the bootstrap standard
+// deviation over test points (Table 1).
+func (rp *reporter) statFor(rs []Result, metric string) stat {
+	var v []float64
+	for _, r := range rs {
+		if x, ok := metricOf(r, metric); ok {
+			v = append(v, x)
+		}
+	}
+	st := summarize(v)
+	if rp.s.Protocol.Uncertainty == "bootstrap" && len(rs) == 1 {
+		pts := rs[0].PointNLL
+		if metric == "error" {
+			pts = rs[0].PointErr
+		}
+		if len(pts) > 0 && (metric == "nll" || metric == "error") {
+			_, st.se = datasets.Bootstrap(pts, 1000, 1)
+		}
+	}
+	return st
+}
+
+func (rp *reporter) resultsTable(tb Table) {
+	methods := rp.tableMethods(tb)
+	rp.printf("## %s — %s\n\n", tb.ID, tb.Title)
+	multiData := len(rp.s.Datasets) > 1
+	hdr := "| Setting |"
+	sep := "|---|"
+	if multiData {
+		hdr += " Data set |"
+		sep += "---|"
+	}
+	for _, m := range methods {
+		hdr += " " + m + " |"
+		sep += "---|"
+	}
+	rp.printf("%s\n%s\n", hdr, sep)
+	for _, st := range rp.tableSettings(tb) {
+		for _, d := range rp.s.Datasets {
+			row := "| " + st.Name + " |"
+			if multiData {
+				row += " " + d + " |"
+			}
+			for j, m := range methods {
+				pv, _ := paperValue(tb, st.Name, d, j)
+				row += " " + rp.pcell(tb, d, st.Name, m, tb.Metric, rp.statFor(rp.by[groupKey(d, st.Name, m)], tb.Metric), pv) + " |"
+			}
+			rp.printf("%s\n", row)
+		}
+		if tb.Ranks {
+			ranks := rp.meanRanks(st.Name, methods, tb.Metric)
+			row := "| " + st.Name + " |"
+			if multiData {
+				row += " **mean rank** |"
+			}
+			for j, m := range methods {
+				pv, _ := paperValue(tb, st.Name, rankRow, j)
+				row += " " + rp.pcell(tb, rankRow, st.Name, m, "rank", ranks[m], pv) + " |"
+			}
+			rp.printf("%s\n", row)
+		}
+	}
+	rp.printf("\n")
+	if tb.Note != "" {
+		rp.printf("%s\n\n", tb.Note)
+	}
+}
+
+// meanRanks ranks the methods within every (data set, split) of a setting
+// where all of them finished (1 = best, ties share the average rank) and
+// averages over data sets and splits, as the paper's Tables 5 and 6.
+func (rp *reporter) meanRanks(setting string, methods []string, metric string) map[string]stat {
+	type cellKey struct {
+		d     string
+		split int
+	}
+	vals := map[cellKey]map[string]float64{}
+	for _, r := range rp.results {
+		if r.Setting != setting || !slices.Contains(methods, r.Method) {
+			continue
+		}
+		x, ok := metricOf(r, metric)
+		if !ok {
+			continue
+		}
+		k := cellKey{r.Dataset, r.Split}
+		if vals[k] == nil {
+			vals[k] = map[string]float64{}
+		}
+		vals[k][r.Method] = x
+	}
+	ranks := map[string][]float64{}
+	keys := make([]cellKey, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].d != keys[j].d {
+			return keys[i].d < keys[j].d
+		}
+		return keys[i].split < keys[j].split
+	})
+	for _, k := range keys {
+		v := vals[k]
+		if len(v) != len(methods) {
+			continue
+		}
+		for _, m := range methods {
+			var less, equal float64
+			for _, o := range methods {
+				switch {
+				case v[o] < v[m]:
+					less++
+				case v[o] == v[m]:
+					equal++
+				}
+			}
+			ranks[m] = append(ranks[m], less+(equal+1)/2)
+		}
+	}
+	out := map[string]stat{}
+	for _, m := range methods {
+		out[m] = summarize(ranks[m])
+	}
+	return out
+}
+
+// confusionOrder is the paper's class order (bll, fsrq, psr) as indices of
+// datasets.AstroClassNames (psr, bll, fsrq).
+var confusionOrder = []int{1, 2, 0}
+
+func (rp *reporter) confusionTable(tb Table) {
+	rp.printf("## %s — %s\n\n", tb.ID, tb.Title)
+	names := datasets.AstroClassNames
+	hdr, sep := "| Setting | Predicted | Model |", "|---|---|---|"
+	for _, t := range confusionOrder {
+		hdr += " " + names[t] + " (true) |"
+		sep += "---|"
+	}
+	rp.printf("%s\n%s\n", hdr, sep)
+	for _, st := range rp.tableSettings(tb) {
+		for _, p := range confusionOrder {
+			for _, m := range rp.tableMethods(tb) {
+				row := fmt.Sprintf("| %s | %s | %s |", st.Name, names[p], m)
+				var rs []Result
+				for _, d := range rp.s.Datasets {
+					rs = append(rs, rp.by[groupKey(d, st.Name, m)]...)
+				}
+				for j, t := range confusionOrder {
+					var v []float64
+					for _, r := range rs {
+						if p < len(r.Confusion) && t < len(r.Confusion[p]) {
+							v = append(v, r.Confusion[p][t])
+						}
+					}
+					paper := ""
+					for _, pr := range tb.Paper {
+						if pr.Method == m && pr.Pred == names[p] && (pr.Setting == "" || pr.Setting == st.Name) {
+							paper = pr.Values[j]
+						}
+					}
+					metric := fmt.Sprintf("confusion[pred=%s,true=%s]", names[p], names[t])
+					row += " " + rp.pcell(tb, rp.s.Datasets[0], st.Name, m, metric, summarize(v), paper) + " |"
+				}
+				rp.printf("%s\n", row)
+			}
+		}
+	}
+	rp.printf("\n")
+	if tb.Note != "" {
+		rp.printf("%s\n\n", tb.Note)
+	}
+}
+
+// dataTable is Table 4, generated from the data files.
+func (rp *reporter) dataTable(tb Table) {
+	rp.printf("## %s — %s\n\n| Data set | #Instances | #Attributes | #Classes |\n|---|---|---|---|\n", tb.ID, tb.Title)
+	for _, d := range rp.s.Datasets {
+		ds, err := datasets.LoadUCI(rp.dataDir, d)
+		ours := []float64{math.NaN(), math.NaN(), math.NaN()}
+		if err == nil {
+			ours = []float64{float64(ds.N), float64(ds.D), float64(ds.C)}
+		}
+		row := "| " + d + " |"
+		for j, what := range []string{"instances", "attributes", "classes"} {
+			pv, _ := paperValue(tb, "", d, j)
+			st := stat{mean: ours[j], n: 1}
+			if math.IsNaN(ours[j]) {
+				st.n = 0
+			}
+			row += " " + strings.Replace(rp.pcell(tb, d, "", "", what, st, pv), "±0 [1]", "", 1) + " |"
+		}
+		rp.printf("%s\n", row)
+	}
+	rp.printf("\n")
+}
+
+// paramsTable is Table 19: the parameters each method adds to MGP, ours
+// counted from the trained models, the paper's from its formulas.
+func (rp *reporter) paramsTable(tb Table) {
+	methods := rp.tableMethods(tb)
+	rp.printf("## %s — %s\n\n", tb.ID, tb.Title)
+	hdr, sep := "| Data set | Setting |", "|---|---|"
+	for _, m := range methods {
+		hdr += " " + m + " |"
+		sep += "---|"
+	}
+	rp.printf("%s\n%s\n", hdr, sep)
+	for _, d := range rp.s.Datasets {
+		for _, st := range rp.tableSettings(tb) {
+			row := "| " + d + " | " + st.Name + " |"
+			base := math.NaN()
+			if rs := rp.by[groupKey(d, st.Name, "MGP")]; len(rs) > 0 {
+				base = float64(rs[0].Params)
+			}
+			for j, m := range methods {
+				rs := rp.by[groupKey(d, st.Name, m)]
+				var s stat
+				formula, _ := paperValue(tb, st.Name, d, j)
+				if len(rs) > 0 && !math.IsNaN(base) {
+					s = stat{mean: float64(rs[0].Params) - base, n: 1}
+					if v, ok := paperFormula(m, rs[0]); ok {
+						formula = fmt.Sprintf("%s = %d", formula, v)
+					}
+				}
+				row += " " + strings.Replace(rp.pcell(tb, d, st.Name, m, "extra_params", s, formula), "±0 [1]", "", 1) + " |"
+			}
+			rp.printf("%s\n", row)
+		}
+	}
+	rp.printf("\n")
+	if tb.Note != "" {
+		rp.printf("%s\n\n", tb.Note)
+	}
+}
+
+// paperFormula evaluates Table 19's count for a run (N×(d+d+d) for NIMGP,
+// M_NN + N×d for NIMGP_NN, N×d for NIMGP_FO, none for MGP).
+func paperFormula(method string, r Result) (int, bool) {
+	switch strings.ToUpper(method) {
+	case "MGP":
+		return 0, true
+	case "NIMGP":
+		return r.NTrain * 3 * r.D, true
+	case "NIMGP_NN":
+		return r.NNParams + r.NTrain*r.D, true
+	case "NIMGP_FO":
+		return r.NTrain * r.D, true
+	}
+	return 0, false
+}

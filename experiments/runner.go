@@ -1,0 +1,322 @@
+package experiments
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Result is one finished run, one line of results.jsonl. Optional fields
+// are filled only where a table or figure needs them.
+type Result struct {
+	Key     string `json:"key"`
+	Dataset string `json:"dataset"`
+	Setting string `json:"setting"`
+	Method  string `json:"method"`
+	Split   int    `json:"split"`
+	// Error and NLL are the test error rate and mean negative log-likelihood.
+	Error float64 `json:"error"`
+	NLL   float64 `json:"nll"`
+	// Seconds is the wall time of training; SecondsPerEpoch divides it by
+	// the epochs actually run (Table 8).
+	Seconds         float64 `json:"seconds"`
+	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
+	Epochs          int     `json:"epochs"`
+	NTrain          int     `json:"n_train"`
+	NTest           int     `json:"n_test"`
+	D               int     `json:"d"`
+	C               int     `json:"c"`
+	Inducing        int     `json:"inducing"`
+	// LearnedNoise holds the learned per-dimension input-noise variances.
+	LearnedNoise []float64 `json:"learned_noise,omitempty"`
+	// Params counts every trained value, including NIMGP's q(x_i).
+	Params int `json:"params"`
+	// NNParams counts the encoder weights of NIMGP_NN (Table 19's "M").
+	NNParams int `json:"nn_params,omitempty"`
+	// Confusion[p][t] counts test points predicted p whose label is t.
+	Confusion [][]float64 `json:"confusion,omitempty"`
+	// PointNLL and PointErr are per-test-point losses, kept when the spec
+	// asks for bootstrap error bars (Table 1).
+	PointNLL []float64 `json:"point_nll,omitempty"`
+	PointErr []float64 `json:"point_err,omitempty"`
+	// Curve holds predictions on an input grid (Figures 1 and 2).
+	Curve *Curve `json:"curve,omitempty"`
+	// ALError and ALNLL are the test error and NLL after each added point
+	// (index 0: the initial training set), Figures 6 and 7.
+	ALError []float64 `json:"al_error,omitempty"`
+	ALNLL   []float64 `json:"al_nll,omitempty"`
+	// Finished is when the run ended (RFC 3339).
+	Finished string `json:"finished"`
+}
+
+// Curve is a 1-D prediction curve: P[c][i] = p(y=c | X[i]).
+type Curve struct {
+	X []float64   `json:"x"`
+	P [][]float64 `json:"p"`
+	// Bayes is the Bayes-optimal predictive at X (toy problem).
+	Bayes [][]float64 `json:"bayes,omitempty"`
+	// NoDelta is NIMGP_FO's prediction without the Δ term (noise → 0).
+	NoDelta [][]float64 `json:"no_delta,omitempty"`
+	// Z holds the learned inducing inputs of each latent function (1-D).
+	Z [][]float64 `json:"z,omitempty"`
+	// TrainX and TrainY are the observed training data (label ticks).
+	TrainX []float64 `json:"train_x,omitempty"`
+	TrainY []int     `json:"train_y,omitempty"`
+}
+
+// store is the append-only results file. Each finished run is one line
+// written with a single write call, then synced and closed, under a mutex:
+// a kill can lose the run in progress but never half a line that a later
+// read would take for a result.
+type store struct {
+	mu   sync.Mutex
+	path string
+	done map[string]Result
+	// order keeps the keys in file order for the report.
+	order []string
+}
+
+// openStore reads DIR/results.jsonl if present. A line that does not parse
+// (only possible as the last line after a crash of the machine itself) is
+// skipped, so its run is redone.
+func openStore(dir string) (*store, error) {
+	s := &store{path: filepath.Join(dir, "results.jsonl"), done: map[string]Result{}}
+	f, err := os.Open(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for sc.Scan() {
+		var r Result
+		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Key == "" {
+			continue
+		}
+		if _, dup := s.done[r.Key]; !dup {
+			s.order = append(s.order, r.Key)
+		}
+		s.done[r.Key] = r
+	}
+	return s, sc.Err()
+}
+
+// has reports whether a run's key is already stored.
+func (s *store) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.done[key]
+	return ok
+}
+
+// append writes one result line. If the file does not end in a newline (a
+// torn line from a machine crash), one is written first so the new line
+// stays parseable.
+func (s *store) append(r Result) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.done[r.Key]; dup {
+		return nil
+	}
+	f, err := os.OpenFile(s.path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	line := append(b, '\n')
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+			line = append([]byte{'\n'}, line...)
+		}
+	}
+	if _, err := f.Write(line); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	s.done[r.Key] = r
+	s.order = append(s.order, r.Key)
+	return nil
+}
+
+// results returns the stored results in file order.
+func (s *store) results() []Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Result, 0, len(s.order))
+	for _, k := range s.order {
+		out = append(out, s.done[k])
+	}
+	return out
+}
+
+// execFunc executes one run.
+type execFunc func(ctx context.Context, env *env, r Run) (*Result, error)
+
+// RunConfig controls Execute.
+type RunConfig struct {
+	// Workers is the number of runs executed in parallel (≥ 1).
+	Workers int
+	// DataDir is the --data-dir flag ("" resolves as datasets.ResolveDataDir).
+	DataDir string
+	// Log receives one line per started/finished/failed run (nil: silent).
+	Log io.Writer
+	// exec replaces the real run executor in tests.
+	exec execFunc
+	// afterAppend is called after each stored result (tests).
+	afterAppend func(n int)
+}
+
+// Summary counts what Execute did.
+type Summary struct {
+	Total, Skipped, Done, Failed int
+}
+
+// resolvedSpecFile is where Execute saves the resolved spec so that
+// `report DIR` can re-expand the same grid.
+const resolvedSpecFile = "spec.json"
+
+// Execute runs every run of the resolved spec not yet in DIR/results.jsonl,
+// on cfg.Workers goroutines, appending each result as it finishes. A run
+// that fails is logged and left out, so the next invocation retries it. It
+// returns ctx's error if cancelled (the finished runs are kept).
+func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, error) {
+	var sum Summary
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return sum, err
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return sum, err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, resolvedSpecFile), b); err != nil {
+		return sum, err
+	}
+	st, err := openStore(dir)
+	if err != nil {
+		return sum, err
+	}
+	runs := Expand(s)
+	sum.Total = len(runs)
+	var todo []Run
+	for _, r := range runs {
+		if st.has(r.Key) {
+			sum.Skipped++
+			continue
+		}
+		todo = append(todo, r)
+	}
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			st.mu.Lock()
+			fmt.Fprintf(cfg.Log, format+"\n", args...)
+			st.mu.Unlock()
+		}
+	}
+	logf("%s: %d runs, %d already done, %d to do on %d workers", s.Name, sum.Total, sum.Skipped, len(todo), max(1, cfg.Workers))
+	exec := cfg.exec
+	if exec == nil {
+		exec = executeRun
+	}
+	e := newEnv(s, cfg.DataDir)
+	jobs := make(chan Run)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range max(1, cfg.Workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range jobs {
+				t0 := time.Now()
+				res, err := exec(ctx, e, r)
+				if err == nil && res != nil {
+					res.Key, res.Dataset, res.Setting, res.Method, res.Split = r.Key, r.Dataset, r.Setting.Name, r.Method.Name, r.Split
+					res.Finished = time.Now().UTC().Format(time.RFC3339)
+					err = st.append(*res)
+				}
+				mu.Lock()
+				if err != nil {
+					if ctx.Err() == nil {
+						sum.Failed++
+						if firstErr == nil {
+							firstErr = fmt.Errorf("run %s: %w", r.Key, err)
+						}
+						logf("FAILED %s: %v", r.Key, err)
+					}
+				} else {
+					sum.Done++
+					n := sum.Done
+					logf("[%d/%d] %s  error %.4f  nll %.4f  (%.1fs)", sum.Skipped+n, sum.Total, r.Key, res.Error, res.NLL, time.Since(t0).Seconds())
+					if cfg.afterAppend != nil {
+						cfg.afterAppend(n)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+dispatch:
+	for _, r := range todo {
+		select {
+		case <-ctx.Done():
+			break dispatch
+		case jobs <- r:
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return sum, ctx.Err()
+	}
+	if sum.Failed > 0 {
+		return sum, fmt.Errorf("%d of %d runs failed; rerun the same command to retry them (first: %w)", sum.Failed, len(todo), firstErr)
+	}
+	return sum, nil
+}
+
+// writeFileAtomic writes via a temporary file and a rename so that a kill
+// never leaves a truncated file behind.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// loadResolved reads the spec saved by Execute.
+func loadResolved(dir string) (*Spec, error) {
+	b, err := os.ReadFile(filepath.Join(dir, resolvedSpecFile))
+	if err != nil {
+		return nil, err
+	}
+	var s Spec
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, resolvedSpecFile), err)
+	}
+	s.file = filepath.Join(dir, resolvedSpecFile)
+	return &s, nil
+}

@@ -1,0 +1,591 @@
+// Package experiments runs declarative YAML experiment specifications that
+// reproduce the tables and figures of "Multi-class Gaussian Process
+// Classification with Noisy Inputs" (shared/papers/000_…, plus the SE-kernel
+// MNIST table of the older version 001_…), and writes reports that put our
+// numbers beside the paper's.
+//
+// A spec names a family of experiments (toy1d, synthetic, uci, mnist, astro,
+// active), the data sets, the settings (noise levels and D/N/C variants), the
+// methods with their options, the training budget, the tables to print with
+// the paper's published value for every cell, the figures to draw and a
+// quick profile. Run expands the grid data sets × settings × methods ×
+// splits, runs it on parallel workers and appends one JSON line per finished
+// run to DIR/results.jsonl, so an interrupted experiment resumes where it
+// stopped; Report turns the lines into DIR/report.md, DIR/report.json and
+// the PNG figures.
+package experiments
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Spec is one experiment specification (one YAML file). Every field maps
+// to a YAML key of the same name in snake_case; unknown keys are rejected so
+// that a typo cannot silently fall back to a default.
+type Spec struct {
+	// Name identifies the spec (default output directory out/<name>).
+	Name string `yaml:"name" json:"name"`
+	// Title is a human-readable description printed in the report.
+	Title string `yaml:"title" json:"title"`
+	// Source says which version and section of the paper the values come from.
+	Source string `yaml:"source" json:"source"`
+	// Family selects how data are built and runs executed: toy1d, synthetic,
+	// uci, mnist, astro or active.
+	Family string `yaml:"family" json:"family"`
+	// Seed offsets every random seed of the spec (split s uses Seed+s).
+	Seed uint64 `yaml:"seed" json:"seed"`
+	// Datasets are the data sets (uci: LoadUCI names; others: one label).
+	Datasets []string `yaml:"datasets" json:"datasets"`
+	// Protocol is how data are split, standardised and sized.
+	Protocol Protocol `yaml:"protocol" json:"protocol"`
+	// Training holds the defaults every method inherits.
+	Training Training `yaml:"training" json:"training"`
+	// Settings are the grid's setting axis (noise levels, D/N/C variants…).
+	Settings []Setting `yaml:"settings" json:"settings"`
+	// Methods are the grid's method axis.
+	Methods []Method `yaml:"methods" json:"methods"`
+	// Tables describe the report, with the paper's values.
+	Tables []Table `yaml:"tables" json:"tables"`
+	// Figures lists the PNG figures to draw (fig1 … fig8).
+	Figures []string `yaml:"figures" json:"figures"`
+	// Quick is the reduced budget selected by --quick.
+	Quick *Quick `yaml:"quick" json:"quick,omitempty"`
+	// Notes is free text copied into the report (deviations, caveats).
+	Notes string `yaml:"notes" json:"notes"`
+
+	// Budget records what was actually run (after --quick and flags).
+	Budget string `yaml:"-" json:"budget,omitempty"`
+	// file and lines locate the spec's nodes for error messages.
+	file string
+	root *yaml.Node
+}
+
+// Protocol describes the data protocol of a family.
+type Protocol struct {
+	// Splits is the number of repetitions (random splits or data draws).
+	Splits int `yaml:"splits" json:"splits"`
+	// TestFraction is the test share of a random split (uci: 0.1).
+	TestFraction float64 `yaml:"test_fraction" json:"test_fraction"`
+	// NTrain and NTest size generated data (toy1d, synthetic).
+	NTrain int `yaml:"n_train" json:"n_train"`
+	NTest  int `yaml:"n_test" json:"n_test"`
+	// MaxTrain and MaxTest subsample large data sets (0 = all rows); used
+	// by quick profiles (MNIST, satellite).
+	MaxTrain int `yaml:"max_train" json:"max_train"`
+	MaxTest  int `yaml:"max_test" json:"max_test"`
+	// Uncertainty is how ± is computed: "stderr" over splits (default) or
+	// "bootstrap" over test points (Table 1).
+	Uncertainty string `yaml:"uncertainty" json:"uncertainty"`
+	// Active learning: initial training size, test size, pool size, number
+	// of points added.
+	InitialTrain int `yaml:"initial_train" json:"initial_train"`
+	TestSize     int `yaml:"test_size" json:"test_size"`
+	PoolSize     int `yaml:"pool_size" json:"pool_size"`
+	Steps        int `yaml:"steps" json:"steps"`
+}
+
+// Training holds the model options shared by all methods of a spec.
+type Training struct {
+	Epochs int     `yaml:"epochs" json:"epochs"`
+	Batch  int     `yaml:"batch" json:"batch"`
+	LR     float64 `yaml:"lr" json:"lr"`
+	// Inducing is M; with InducingFrac > 0, M = min(Inducing, ⌊frac·N_total⌋)
+	// as the paper's min(100, 5% of N).
+	Inducing     int     `yaml:"inducing" json:"inducing"`
+	InducingFrac float64 `yaml:"inducing_frac" json:"inducing_frac"`
+	TestSamples  int     `yaml:"test_samples" json:"test_samples"`
+	Kernel       string  `yaml:"kernel" json:"kernel"`
+	Degree       int     `yaml:"degree" json:"degree"`
+	Hidden       []int   `yaml:"hidden" json:"hidden"`
+	Residual     bool    `yaml:"residual" json:"residual"`
+	Quadrature   int     `yaml:"quadrature" json:"quadrature"`
+	// StepEpochs is the retraining budget after each active-learning step.
+	StepEpochs int `yaml:"step_epochs" json:"step_epochs"`
+}
+
+// Setting is one value of the grid's setting axis.
+type Setting struct {
+	// Name labels the setting in keys and tables, e.g. "noise=0.1".
+	Name string `yaml:"name" json:"name"`
+	// Noise is the injected input-noise variance (after standardisation).
+	Noise float64 `yaml:"noise" json:"noise"`
+	// LearnNoise learns one shared variance per dimension (false: given).
+	LearnNoise bool `yaml:"learn_noise" json:"learn_noise"`
+	// NoiseInit is the initial learned variance (0: the Training default 0.1).
+	NoiseInit float64 `yaml:"noise_init" json:"noise_init"`
+	// D, C and NTrain vary the synthetic problems (0: protocol defaults).
+	D      int `yaml:"d" json:"d"`
+	C      int `yaml:"c" json:"c"`
+	NTrain int `yaml:"n_train" json:"n_train"`
+	// Columns selects the astrophysics inputs: table9 (6) or b4 (4).
+	Columns string `yaml:"columns" json:"columns"`
+	// Selection is the active-learning rule: entropy or random.
+	Selection string `yaml:"selection" json:"selection"`
+}
+
+// Method is one value of the grid's method axis.
+type Method struct {
+	// Name is the display name used in tables (MGP, NIMGP_NN, …).
+	Name string `yaml:"name" json:"name"`
+	// Kind is the model: mgp, nimgp, nimgp-nn or nimgp-fo.
+	Kind string `yaml:"kind" json:"kind"`
+	// Variant modifies MGP's training data: augmented or sampling (T11/T12).
+	Variant string `yaml:"variant" json:"variant"`
+	// Overrides of Training (zero: inherit).
+	Hidden      []int   `yaml:"hidden" json:"hidden"`
+	Residual    *bool   `yaml:"residual" json:"residual"`
+	LR          float64 `yaml:"lr" json:"lr"`
+	Epochs      int     `yaml:"epochs" json:"epochs"`
+	Batch       int     `yaml:"batch" json:"batch"`
+	TestSamples int     `yaml:"test_samples" json:"test_samples"`
+}
+
+// Table is one table of the report.
+type Table struct {
+	// ID is the paper's table number, e.g. "T5".
+	ID    string `yaml:"id" json:"id"`
+	Title string `yaml:"title" json:"title"`
+	// Kind is results (default), confusion, data (Table 4) or params (Table 19).
+	Kind string `yaml:"kind" json:"kind"`
+	// Metric is nll, error, seconds_per_epoch or learned_noise (results tables).
+	Metric string `yaml:"metric" json:"metric"`
+	// Ranks adds a mean-rank row per setting (Tables 5/6).
+	Ranks bool `yaml:"ranks" json:"ranks"`
+	// Settings restricts the rows to these settings (default all).
+	Settings []string `yaml:"settings" json:"settings"`
+	// Methods are the columns (default all methods of the spec).
+	Methods []string `yaml:"methods" json:"methods"`
+	// Paper holds the published values.
+	Paper []PaperRow `yaml:"paper" json:"paper"`
+	// Note is printed under the table.
+	Note string `yaml:"note" json:"note"`
+}
+
+// PaperRow holds the paper's values for one row of a table: one value per
+// column (Table.Methods order; for confusion tables, per true class in the
+// order bll, fsrq, psr as printed; for data tables N, D, C). A value is
+// "mean±err", "mean", "-" (not reported) or free text.
+type PaperRow struct {
+	Setting string   `yaml:"setting" json:"setting"`
+	Dataset string   `yaml:"dataset" json:"dataset"`
+	Method  string   `yaml:"method" json:"method"`
+	Pred    string   `yaml:"pred" json:"pred"`
+	Values  []string `yaml:"values" json:"values"`
+}
+
+// Quick is the reduced budget of --quick: every non-zero field overrides
+// the spec; list fields restrict the grid.
+type Quick struct {
+	Splits      int      `yaml:"splits" json:"splits"`
+	Epochs      int      `yaml:"epochs" json:"epochs"`
+	StepEpochs  int      `yaml:"step_epochs" json:"step_epochs"`
+	Batch       int      `yaml:"batch" json:"batch"`
+	LR          float64  `yaml:"lr" json:"lr"`
+	Inducing    int      `yaml:"inducing" json:"inducing"`
+	TestSamples int      `yaml:"test_samples" json:"test_samples"`
+	NTrain      int      `yaml:"n_train" json:"n_train"`
+	NTest       int      `yaml:"n_test" json:"n_test"`
+	MaxTrain    int      `yaml:"max_train" json:"max_train"`
+	MaxTest     int      `yaml:"max_test" json:"max_test"`
+	Steps       int      `yaml:"steps" json:"steps"`
+	PoolSize    int      `yaml:"pool_size" json:"pool_size"`
+	TestSize    int      `yaml:"test_size" json:"test_size"`
+	Datasets    []string `yaml:"datasets" json:"datasets"`
+	Settings    []string `yaml:"settings" json:"settings"`
+	Methods     []string `yaml:"methods" json:"methods"`
+}
+
+// Families, kinds and names the validator accepts.
+var (
+	families     = []string{"toy1d", "synthetic", "uci", "mnist", "astro", "active"}
+	methodKinds  = []string{"mgp", "nimgp", "nimgp-nn", "nimgp-fo"}
+	variants     = []string{"", "augmented", "sampling"}
+	tableKinds   = []string{"", "results", "confusion", "data", "params"}
+	tableMetrics = []string{"nll", "error", "seconds_per_epoch", "learned_noise"}
+	figureNames  = []string{"fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8"}
+)
+
+// SpecError is a problem in a spec file, located by line and column.
+type SpecError struct {
+	File         string
+	Line, Column int
+	Msg          string
+}
+
+// Error implements error as file:line:col: message, the form editors jump to.
+func (e *SpecError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// LoadSpec reads and validates a spec file.
+func LoadSpec(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSpec(path, b)
+}
+
+// ParseSpec decodes a spec strictly (unknown keys are errors with their
+// line) and validates it (semantic errors carry the offending node's line).
+func ParseSpec(file string, b []byte) (*Spec, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	s.file, s.root = file, &root
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// errAt builds a SpecError at the node reached by path (map keys and list
+// indices); if the path stops early, the deepest node found is used, so the
+// message still points near the problem.
+func (s *Spec) errAt(path []any, format string, args ...any) error {
+	e := &SpecError{File: s.file, Msg: fmt.Sprintf(format, args...)}
+	if s.root == nil {
+		return e
+	}
+	n := s.root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	e.Line, e.Column = n.Line, n.Column
+	for _, p := range path {
+		var next *yaml.Node
+		switch k := p.(type) {
+		case string:
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == k {
+						next = n.Content[i+1]
+						break
+					}
+				}
+			}
+		case int:
+			if n.Kind == yaml.SequenceNode && k < len(n.Content) {
+				next = n.Content[k]
+			}
+		}
+		if next == nil {
+			break
+		}
+		n = next
+		e.Line, e.Column = n.Line, n.Column
+	}
+	return e
+}
+
+// validate checks everything the YAML decoder cannot: allowed values,
+// references between sections, and that every paper row has the right
+// number of values.
+func (s *Spec) validate() error {
+	if s.Name == "" {
+		return s.errAt(nil, "missing name")
+	}
+	if !slices.Contains(families, s.Family) {
+		return s.errAt([]any{"family"}, "family %q: want one of %s", s.Family, strings.Join(families, ", "))
+	}
+	if len(s.Datasets) == 0 {
+		return s.errAt([]any{"datasets"}, "no datasets")
+	}
+	if s.Family == "uci" || s.Family == "active" {
+		for i, d := range s.Datasets {
+			if !slices.Contains(knownUCI(), d) {
+				return s.errAt([]any{"datasets", i}, "unknown UCI data set %q (known: %s)", d, strings.Join(knownUCI(), ", "))
+			}
+		}
+	}
+	p := s.Protocol
+	if p.Splits < 1 {
+		return s.errAt([]any{"protocol", "splits"}, "protocol.splits must be ≥ 1")
+	}
+	if p.Uncertainty != "" && p.Uncertainty != "stderr" && p.Uncertainty != "bootstrap" {
+		return s.errAt([]any{"protocol", "uncertainty"}, "uncertainty %q: want stderr or bootstrap", p.Uncertainty)
+	}
+	if p.TestFraction < 0 || p.TestFraction >= 1 {
+		return s.errAt([]any{"protocol", "test_fraction"}, "test_fraction %v outside [0, 1)", p.TestFraction)
+	}
+	switch s.Family {
+	case "toy1d", "synthetic":
+		if p.NTrain < 1 || p.NTest < 1 {
+			return s.errAt([]any{"protocol"}, "%s needs protocol.n_train and protocol.n_test ≥ 1", s.Family)
+		}
+	case "uci":
+		if p.TestFraction <= 0 {
+			return s.errAt([]any{"protocol", "test_fraction"}, "uci needs protocol.test_fraction > 0")
+		}
+	case "active":
+		if p.InitialTrain < 2 || p.TestSize < 1 || p.PoolSize < 1 || p.Steps < 0 {
+			return s.errAt([]any{"protocol"}, "active needs initial_train ≥ 2, test_size ≥ 1, pool_size ≥ 1, steps ≥ 0")
+		}
+	}
+	t := s.Training
+	if t.Epochs < 1 || t.Batch < 1 || !(t.LR > 0) || t.Inducing < 1 {
+		return s.errAt([]any{"training"}, "training needs epochs, batch, inducing ≥ 1 and lr > 0")
+	}
+	if t.InducingFrac < 0 || t.InducingFrac > 1 {
+		return s.errAt([]any{"training", "inducing_frac"}, "inducing_frac %v outside [0, 1]", t.InducingFrac)
+	}
+	if t.Kernel != "" && t.Kernel != "se" && t.Kernel != "poly" {
+		return s.errAt([]any{"training", "kernel"}, "kernel %q: want se or poly", t.Kernel)
+	}
+	if len(s.Settings) == 0 {
+		return s.errAt([]any{"settings"}, "no settings")
+	}
+	seen := map[string]bool{}
+	for i, st := range s.Settings {
+		at := []any{"settings", i}
+		switch {
+		case st.Name == "":
+			return s.errAt(at, "setting without name")
+		case seen[st.Name]:
+			return s.errAt(append(at, "name"), "duplicate setting %q", st.Name)
+		case !(st.Noise >= 0) || math.IsInf(st.Noise, 0):
+			return s.errAt(append(at, "noise"), "noise variance %v must be finite and ≥ 0", st.Noise)
+		case st.NoiseInit < 0:
+			return s.errAt(append(at, "noise_init"), "noise_init %v must be > 0", st.NoiseInit)
+		case st.D < 0 || st.C < 0 || st.NTrain < 0:
+			return s.errAt(at, "d, c and n_train must be ≥ 0")
+		case st.C == 1:
+			return s.errAt(append(at, "c"), "c = 1: need at least 2 classes")
+		case st.Columns != "" && st.Columns != "table9" && st.Columns != "b4":
+			return s.errAt(append(at, "columns"), "columns %q: want table9 or b4", st.Columns)
+		case st.Selection != "" && st.Selection != "entropy" && st.Selection != "random":
+			return s.errAt(append(at, "selection"), "selection %q: want entropy or random", st.Selection)
+		case s.Family == "active" && st.Selection == "":
+			return s.errAt(at, "active-learning setting %q needs selection: entropy or random", st.Name)
+		}
+		seen[st.Name] = true
+	}
+	if len(s.Methods) == 0 {
+		return s.errAt([]any{"methods"}, "no methods")
+	}
+	mseen := map[string]bool{}
+	for i, m := range s.Methods {
+		at := []any{"methods", i}
+		switch {
+		case m.Name == "":
+			return s.errAt(at, "method without name")
+		case mseen[m.Name]:
+			return s.errAt(append(at, "name"), "duplicate method %q", m.Name)
+		case !slices.Contains(methodKinds, m.Kind):
+			return s.errAt(append(at, "kind"), "method kind %q: want one of %s", m.Kind, strings.Join(methodKinds, ", "))
+		case !slices.Contains(variants, m.Variant):
+			return s.errAt(append(at, "variant"), "variant %q: want augmented or sampling", m.Variant)
+		case m.Variant != "" && m.Kind != "mgp":
+			return s.errAt(append(at, "variant"), "variant %q applies to kind mgp only", m.Variant)
+		case m.LR < 0 || m.Epochs < 0 || m.Batch < 0 || m.TestSamples < 0:
+			return s.errAt(at, "negative training override")
+		}
+		mseen[m.Name] = true
+	}
+	for i, f := range s.Figures {
+		if !slices.Contains(figureNames, f) {
+			return s.errAt([]any{"figures", i}, "figure %q: want one of %s", f, strings.Join(figureNames, ", "))
+		}
+	}
+	for i, tb := range s.Tables {
+		if err := s.validateTable(i, tb, seen, mseen); err != nil {
+			return err
+		}
+	}
+	if q := s.Quick; q != nil {
+		for i, d := range q.Datasets {
+			if !slices.Contains(s.Datasets, d) {
+				return s.errAt([]any{"quick", "datasets", i}, "quick data set %q is not in datasets", d)
+			}
+		}
+		for i, st := range q.Settings {
+			if !seen[st] {
+				return s.errAt([]any{"quick", "settings", i}, "quick setting %q is not in settings", st)
+			}
+		}
+		for i, m := range q.Methods {
+			if !mseen[m] {
+				return s.errAt([]any{"quick", "methods", i}, "quick method %q is not in methods", m)
+			}
+		}
+		if q.Splits < 0 || q.Epochs < 0 || q.LR < 0 || q.Batch < 0 || q.Inducing < 0 || q.TestSamples < 0 {
+			return s.errAt([]any{"quick"}, "negative quick budget")
+		}
+	}
+	return nil
+}
+
+func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool) error {
+	at := []any{"tables", i}
+	if tb.ID == "" {
+		return s.errAt(at, "table without id")
+	}
+	if !slices.Contains(tableKinds, tb.Kind) {
+		return s.errAt(append(at, "kind"), "table kind %q: want results, confusion, data or params", tb.Kind)
+	}
+	if (tb.Kind == "" || tb.Kind == "results") && !slices.Contains(tableMetrics, tb.Metric) {
+		return s.errAt(append(at, "metric"), "metric %q: want one of %s", tb.Metric, strings.Join(tableMetrics, ", "))
+	}
+	for j, st := range tb.Settings {
+		if !settings[st] {
+			return s.errAt(append(at, "settings", j), "table %s: unknown setting %q", tb.ID, st)
+		}
+	}
+	for j, m := range tb.Methods {
+		if !methods[m] {
+			return s.errAt(append(at, "methods", j), "table %s: unknown method %q", tb.ID, m)
+		}
+	}
+	cols := len(tb.Methods)
+	if cols == 0 {
+		cols = len(s.Methods)
+	}
+	switch tb.Kind {
+	case "confusion":
+		cols = 3
+	case "data":
+		cols = 3
+	}
+	for j, r := range tb.Paper {
+		rat := append(slices.Clone(at), "paper", j)
+		if len(r.Values) != cols {
+			return s.errAt(append(rat, "values"), "table %s: paper row has %d values, want %d", tb.ID, len(r.Values), cols)
+		}
+		if r.Setting != "" && !settings[r.Setting] {
+			return s.errAt(append(rat, "setting"), "table %s: paper row names unknown setting %q", tb.ID, r.Setting)
+		}
+		if r.Method != "" && !methods[r.Method] {
+			return s.errAt(append(rat, "method"), "table %s: paper row names unknown method %q", tb.ID, r.Method)
+		}
+		if r.Dataset != "" && r.Dataset != rankRow && !slices.Contains(s.Datasets, r.Dataset) {
+			return s.errAt(append(rat, "dataset"), "table %s: paper row names unknown data set %q", tb.ID, r.Dataset)
+		}
+		for k, v := range r.Values {
+			if tb.Kind != "params" {
+				if _, _, ok := parsePaperValue(v); !ok && v != "-" {
+					return s.errAt(append(rat, "values", k), "table %s: cannot read paper value %q (want mean±err, mean or -)", tb.ID, v)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// rankRow is the pseudo data set naming the mean-rank rows of paper tables.
+const rankRow = "mean rank"
+
+// parsePaperValue reads "0.758±0.022", "0.758 ± 0.022" or "0.0883".
+func parsePaperValue(v string) (mean, err float64, ok bool) {
+	v = strings.TrimSpace(v)
+	a, b, has := strings.Cut(v, "±")
+	m, e1 := strconv.ParseFloat(strings.TrimSpace(a), 64)
+	if e1 != nil {
+		return 0, 0, false
+	}
+	if !has {
+		return m, math.NaN(), true
+	}
+	e, e2 := strconv.ParseFloat(strings.TrimSpace(b), 64)
+	if e2 != nil {
+		return 0, 0, false
+	}
+	return m, e, true
+}
+
+// knownUCI lists the loadable UCI names.
+func knownUCI() []string { return uciNames }
+
+// applyQuick overrides the budget with the quick profile.
+func (s *Spec) applyQuick() error {
+	q := s.Quick
+	if q == nil {
+		return errors.New("spec " + s.Name + " has no quick profile")
+	}
+	setInt := func(dst *int, v int) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	setInt(&s.Protocol.Splits, q.Splits)
+	setInt(&s.Training.Epochs, q.Epochs)
+	setInt(&s.Training.StepEpochs, q.StepEpochs)
+	setInt(&s.Training.Batch, q.Batch)
+	setInt(&s.Training.Inducing, q.Inducing)
+	setInt(&s.Training.TestSamples, q.TestSamples)
+	if q.LR > 0 {
+		s.Training.LR = q.LR
+		for i := range s.Methods {
+			s.Methods[i].LR = 0
+		}
+	}
+	setInt(&s.Protocol.NTrain, q.NTrain)
+	setInt(&s.Protocol.NTest, q.NTest)
+	setInt(&s.Protocol.MaxTrain, q.MaxTrain)
+	setInt(&s.Protocol.MaxTest, q.MaxTest)
+	setInt(&s.Protocol.Steps, q.Steps)
+	setInt(&s.Protocol.PoolSize, q.PoolSize)
+	setInt(&s.Protocol.TestSize, q.TestSize)
+	if q.Inducing > 0 {
+		// The quick M is absolute; the 5% rule would otherwise cap it again
+		// only where it is smaller, which is what we want, so keep the frac.
+		s.Training.Inducing = q.Inducing
+	}
+	for i := range s.Methods {
+		if q.Epochs > 0 {
+			s.Methods[i].Epochs = 0
+		}
+		if q.TestSamples > 0 {
+			s.Methods[i].TestSamples = 0
+		}
+		if q.Batch > 0 {
+			s.Methods[i].Batch = 0
+		}
+	}
+	if len(q.Datasets) > 0 {
+		s.Datasets = slices.Clone(q.Datasets)
+	}
+	if len(q.Settings) > 0 {
+		s.Settings = slices.DeleteFunc(s.Settings, func(st Setting) bool { return !slices.Contains(q.Settings, st.Name) })
+	}
+	if len(q.Methods) > 0 {
+		s.Methods = slices.DeleteFunc(s.Methods, func(m Method) bool { return !slices.Contains(q.Methods, m.Name) })
+	}
+	return nil
+}
+
+// filterNames keeps the items whose name is listed (case-insensitive, also
+// matching a method's kind), reporting names that match nothing.
+func filterNames(what string, want []string, names []string) (keep []bool, err error) {
+	keep = make([]bool, len(names))
+	for _, w := range want {
+		hit := false
+		for i, n := range names {
+			if strings.EqualFold(n, w) || strings.EqualFold(strings.ReplaceAll(n, "_", "-"), w) {
+				keep[i], hit = true, true
+			}
+		}
+		if !hit {
+			return nil, fmt.Errorf("no %s named %q (have %s)", what, w, strings.Join(names, ", "))
+		}
+	}
+	return keep, nil
+}
