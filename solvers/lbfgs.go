@@ -8,17 +8,18 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"gonum.org/v1/gonum/optimize"
 )
 
-// Why not gonum/optimize: the brief asked for optimize.Minimize, but in this
-// module gonum.org/v1/gonum/optimize cannot be built: it imports stat/distmv,
-// which imports golang.org/x/tools/container/intsets, and go.sum has no entry
-// for golang.org/x/tools v0.30.0 (nor is it in the module cache). Rather than
-// touch go.mod/go.sum, this file implements the standard algorithm directly
-// (Nocedal & Wright, Numerical Optimization, 2nd ed.: Algorithm 7.4
-// two-loop recursion, Algorithms 3.5/3.6 strong-Wolfe line search). The
-// public API does not expose the backend, so swapping gonum in later is
-// local to this file.
+// The algorithm is gonum's: optimize.Minimize with optimize.LBFGS (the
+// two-loop recursion of Nocedal & Wright, Numerical Optimization, 2nd ed.,
+// Algorithm 7.4, with gonum's default Bisection line search, which accepts a
+// step once f has decreased and the strong-Wolfe curvature condition holds).
+// This file adds what gonum's interface cannot express: objectives that
+// return errors, a strict NaN/Inf check, context cancellation, evaluation
+// counts that match calls of f, a per-line-search evaluation budget, and one
+// restart along steepest descent when a quasi-Newton line search fails.
 
 // LBFGSSettings controls MinimizeLBFGS and TrainLBFGS. Zero values select
 // defaults, so LBFGSSettings{} is a reasonable starting point.
@@ -58,19 +59,17 @@ const (
 	DefaultMemory  = 10
 )
 
-// Line-search constants: the usual strong-Wolfe parameters for quasi-Newton
-// methods (c2 = 0.9 accepts the unit step most of the time, which is what
-// gives L-BFGS its superlinear convergence), and an evaluation budget that
-// is generous for smooth problems but stops a search on a wrong gradient.
-const (
-	wolfeC1       = 1e-4
-	wolfeC2       = 0.9
-	maxLineSearch = 40
-)
+// maxLineSearch caps the evaluations of f in one line search. It is generous
+// for smooth problems (the unit quasi-Newton step is usually accepted at
+// once) but stops a search on a wrong gradient, where bisection would
+// otherwise halve the step some fifty times until x stops changing and
+// report that as convergence (NoProgress).
+const maxLineSearch = 40
 
-// ErrLineSearch is wrapped by MinimizeLBFGS when no step satisfying the
-// sufficient-decrease condition could be found even along steepest descent.
-// It usually means the gradient is inconsistent with the objective (check it
+// ErrLineSearch is wrapped by MinimizeLBFGS when the line search could not
+// find an acceptable step (a decrease of f satisfying the curvature
+// condition) within its evaluation budget, even along steepest descent. It
+// usually means the gradient is inconsistent with the objective (check it
 // with a finite-difference test) or GradTol is below what floating point can
 // resolve; Result.X is still the best point found.
 var ErrLineSearch = errors.New("solvers: L-BFGS line search failed")
@@ -117,13 +116,16 @@ type Result struct {
 	Runtime time.Duration
 }
 
-// MinimizeLBFGS minimises f from x0 with L-BFGS, for full-batch problems
-// (exact GP marginal likelihood, small full-batch ELBOs) where quasi-Newton
-// steps converge in far fewer evaluations than Adam.
+// MinimizeLBFGS minimises f from x0 with L-BFGS (gonum's optimize.LBFGS),
+// for full-batch problems (exact GP marginal likelihood, small full-batch
+// ELBOs) where quasi-Newton steps converge in far fewer evaluations than
+// Adam.
 //
 // f must write the gradient at x into grad (len(grad) == len(x)) and must
-// not retain or modify x. It is called sequentially on the caller's
-// goroutine.
+// not retain or modify x. Calls of f are sequential, never concurrent, but
+// gonum makes them from a goroutine of its own, so f must not depend on
+// running on the caller's goroutine (thread-locked state, t.Fatal in tests).
+// A panic in f is re-raised on the caller's goroutine with the same value.
 //
 // The run stops with an error, still returning the best point so far, when f
 // returns an error (wrapped, so errors.Is works), when f yields a NaN or ±Inf
@@ -161,342 +163,231 @@ func MinimizeLBFGS(ctx context.Context, f func(x []float64, grad []float64) (flo
 		mem = DefaultMemory
 	}
 
-	n := len(x0)
 	ev := &lbfgsEval{ctx: ctx, f: f, maxEvals: settings.MaxEvaluations}
-	cur, err := ev.at(x0)
-	res.Evaluations = ev.evals
-	if err != nil {
-		return done(err)
-	}
-	accept := func(p point) {
-		res.X, res.F, res.Gradient = p.x, p.f, p.g
-	}
-	accept(cur)
 	finish := func(st Status, err error) (Result, error) {
 		res.Status = st
 		res.Converged = st == GradientConverged || st == FunctionConverged || st == NoProgress
 		res.Evaluations = ev.evals
 		return done(err)
 	}
-	if normInf(cur.g) < gtol {
-		return finish(GradientConverged, nil)
+	if err := ctx.Err(); err != nil {
+		return finish(Failed, ev.cancelled(err))
 	}
 
-	hist := newLBFGSMemory(mem, n)
-	d := make([]float64, n)
-	for iter := 0; ; iter++ {
-		if settings.MaxIterations > 0 && iter >= settings.MaxIterations {
-			return finish(IterationLimit, nil)
+	// Each pass is one optimize.Minimize run. A run whose line search fails
+	// after it has made progress is restarted from its best point with an
+	// empty curvature history, i.e. along steepest descent: a stale history
+	// (or a jitter change in TrainLBFGS, which alters the objective under
+	// it) can produce a useless direction without anything being wrong.
+	x := res.X
+	var known *optimize.Location // f and gradient at x, when already evaluated
+	for {
+		opts := &optimize.Settings{
+			InitValues:        known,
+			GradientThreshold: gtol,
+			Converger:         &optimize.FunctionConverge{Relative: ftol, Iterations: 1},
+			Recorder:          ev,
 		}
-		hist.direction(d, cur.g)
-		dg := dot(d, cur.g)
-		if !(dg < 0) {
-			// Rounding can make the quasi-Newton direction non-descent;
-			// steepest descent always is while g != 0.
-			hist.reset()
-			hist.direction(d, cur.g)
-			dg = dot(d, cur.g)
+		if ftol < 0 {
+			opts.Converger = optimize.NeverTerminate{}
 		}
-		// Without curvature information take a step of length at most 1, so
-		// the first trial is not absurdly long for a large gradient; with it,
-		// the unit step is the natural quasi-Newton step.
-		alpha0 := 1.0
-		if hist.len() == 0 {
-			alpha0 = math.Min(1, 1/norm2(d))
+		if settings.MaxIterations > 0 {
+			// gonum counts the starting point as a major iteration.
+			opts.MajorIterations = settings.MaxIterations - res.Iterations + 1
 		}
-		next, st, err := lineSearch(ev, cur, d, dg, alpha0)
-		if err == nil && st == Failed && hist.len() > 0 {
-			// A poor curvature history can produce a bad direction; retry
-			// once from scratch before giving up.
-			hist.reset()
-			hist.direction(d, cur.g)
-			dg = dot(d, cur.g)
-			next, st, err = lineSearch(ev, cur, d, dg, math.Min(1, 1/norm2(d)))
+		ev.searchStart = ev.evals
+		out, err := optimize.Minimize(ev.problem(), x, opts, &optimize.LBFGS{Store: mem, GradStopThreshold: gtol})
+		if ev.panicked {
+			panic(ev.panicValue)
 		}
+		updates := 0
+		st := optimize.Failure
+		if out != nil {
+			st = out.Status
+			if out.MajorIterations > 0 {
+				updates = out.MajorIterations - 1
+				res.X, res.F, res.Gradient = slices.Clone(out.X), out.F, slices.Clone(out.Gradient)
+			}
+		}
+		res.Iterations += updates
+
+		searchFailed := errors.Is(ev.err, errSearchBudget) || ev.err == nil &&
+			(errors.Is(err, optimize.ErrLinesearcherFailure) ||
+				errors.Is(err, optimize.ErrNonDescentDirection) ||
+				errors.Is(err, optimize.ErrLinesearcherBound))
 		switch {
+		case searchFailed && updates > 0:
+			x = res.X
+			known = &optimize.Location{F: res.F, Gradient: slices.Clone(res.Gradient)}
+			ev.err = nil
+			continue
+		case searchFailed:
+			cause := ev.err
+			if cause == nil {
+				cause = err
+			}
+			return finish(Failed, fmt.Errorf("%w at iteration %d after %d evaluations (%w)", ErrLineSearch, res.Iterations+1, ev.evals, cause))
+		case ev.err != nil:
+			return finish(Failed, ev.err)
+		case errors.Is(err, optimize.ErrNoProgress):
+			return finish(NoProgress, nil)
 		case err != nil:
-			return finish(Failed, err)
-		case st == EvaluationLimit || st == NoProgress:
-			return finish(st, nil)
-		case st == Failed:
-			return finish(Failed, fmt.Errorf("%w at iteration %d after %d evaluations", ErrLineSearch, iter+1, ev.evals))
+			return finish(Failed, fmt.Errorf("solvers: L-BFGS: %w", err))
 		}
-
-		res.Iterations = iter + 1
-		hist.push(cur, next)
-		prevF := cur.f
-		cur = next
-		accept(cur)
-		if normInf(cur.g) < gtol {
+		switch st {
+		case optimize.GradientThreshold:
 			return finish(GradientConverged, nil)
-		}
-		if ftol > 0 && prevF-cur.f <= ftol*math.Max(math.Abs(prevF), math.Abs(cur.f)) {
+		case optimize.FunctionConvergence:
 			return finish(FunctionConverged, nil)
+		case optimize.IterationLimit:
+			return finish(IterationLimit, nil)
+		case optimize.FunctionEvaluationLimit:
+			return finish(EvaluationLimit, nil)
 		}
+		return finish(Failed, fmt.Errorf("solvers: L-BFGS stopped with unexpected status %v", st))
 	}
 }
 
-// point is one evaluated location; x and g are owned by the point.
-type point struct {
-	x, g []float64
-	f    float64
-}
+// errSearchBudget is internal: it stops a run whose line search has used
+// maxLineSearch evaluations; MinimizeLBFGS restarts or reports ErrLineSearch.
+var errSearchBudget = errors.New("line search evaluation budget exhausted")
 
-// lbfgsEval wraps f with the checks every evaluation needs, so the
-// algorithm itself only deals with finite values.
+// lbfgsEval adapts f to optimize.Problem, whose Func and Grad cannot fail:
+// the first failure is kept in err, f is not called again, NaN is handed to
+// gonum, and Status (which gonum consults after every evaluation) stops the
+// run. It also implements optimize.Recorder to see accepted iterates.
+//
+// Func and Grad run on gonum's worker goroutine, Status and Record on the
+// goroutine calling Minimize; gonum orders them through channels, one
+// operation at a time, so the fields need no locking.
 type lbfgsEval struct {
 	ctx      context.Context
 	f        func(x, grad []float64) (float64, error)
 	maxEvals int
-	evals    int
+
+	evals       int   // calls of f so far, over all runs
+	searchStart int   // evals at the last accepted iterate
+	err         error // first failure; once set, f is not called again
+
+	panicked   bool
+	panicValue any
+
+	// The last evaluation. Bisection asks for the value and the gradient at
+	// a point as separate operations, and f computes both at once.
+	x, g  []float64
+	fx    float64
+	valid bool
 }
 
-// errEvalLimit is internal: it unwinds a line search when the evaluation
-// budget is spent, which MinimizeLBFGS reports as a status, not an error.
-var errEvalLimit = errors.New("evaluation limit")
-
-func (e *lbfgsEval) at(x []float64) (point, error) {
-	if err := e.ctx.Err(); err != nil {
-		return point{}, fmt.Errorf("solvers: L-BFGS cancelled after %d evaluations: %w", e.evals, err)
-	}
-	if e.maxEvals > 0 && e.evals >= e.maxEvals {
-		return point{}, errEvalLimit
-	}
-	p := point{x: slices.Clone(x), g: make([]float64, len(x))}
-	e.evals++
-	where := fmt.Sprintf("L-BFGS evaluation %d", e.evals)
-	fx, err := e.f(p.x, p.g)
-	if err != nil {
-		return point{}, fmt.Errorf("solvers: %s: %w", where, err)
-	}
-	if isNonFinite(fx) {
-		return point{}, &NonFiniteError{Quantity: "objective", Index: -1, Value: fx, Where: where}
-	}
-	for i, v := range p.g {
-		if isNonFinite(v) {
-			return point{}, &NonFiniteError{Quantity: "gradient", Index: i, Value: v, Where: where}
-		}
-	}
-	p.f = fx
-	return p, nil
-}
-
-// lineSearch finds a step along d from cur satisfying the strong Wolfe
-// conditions (Nocedal & Wright Algorithm 3.5, with zoom = Algorithm 3.6).
-// It returns the new point and a zero status on success; EvaluationLimit or
-// NoProgress when it had to stop early; Failed when no acceptable step was
-// found; or an error from the evaluator.
-func lineSearch(ev *lbfgsEval, cur point, d []float64, dphi0, alpha float64) (point, Status, error) {
-	phi0 := cur.f
-	xt := make([]float64, len(cur.x))
-	type trial struct {
-		alpha, phi, dphi float64
-		p                point
-	}
-	eval := func(a float64) (trial, error) {
-		for i := range xt {
-			xt[i] = cur.x[i] + a*d[i]
-		}
-		p, err := ev.at(xt)
-		if err != nil {
-			return trial{}, err
-		}
-		return trial{alpha: a, phi: p.f, dphi: dot(p.g, d), p: p}, nil
-	}
-	stop := func(err error) (point, Status, error) {
-		if errors.Is(err, errEvalLimit) {
-			return point{}, EvaluationLimit, nil
-		}
-		return point{}, Failed, err
-	}
-	armijo := func(t trial) bool { return t.phi <= phi0+wolfeC1*t.alpha*dphi0 }
-	curvature := func(t trial) bool { return math.Abs(t.dphi) <= -wolfeC2*dphi0 }
-	// stalled reports whether steps of size below width no longer move x in
-	// floating point, in which case searching further is pointless.
-	stalled := func(width float64) bool {
-		for i := range cur.x {
-			if cur.x[i]+width*d[i] != cur.x[i] {
-				return false
+func (e *lbfgsEval) problem() optimize.Problem {
+	return optimize.Problem{
+		Func: func(x []float64) float64 {
+			if !e.eval(x) {
+				return math.NaN()
 			}
-		}
+			return e.fx
+		},
+		Grad: func(grad, x []float64) {
+			if !e.eval(x) {
+				for i := range grad {
+					grad[i] = math.NaN()
+				}
+				return
+			}
+			copy(grad, e.g)
+		},
+		Status: e.status,
+	}
+}
+
+func (e *lbfgsEval) cancelled(err error) error {
+	return fmt.Errorf("solvers: L-BFGS cancelled after %d evaluations: %w", e.evals, err)
+}
+
+// eval makes e.fx and e.g hold f at x, calling f only when x differs from
+// the last point. It reports false, without calling f, once the run must
+// stop.
+func (e *lbfgsEval) eval(x []float64) bool {
+	if e.err != nil || e.panicked {
+		return false
+	}
+	if e.valid && slices.Equal(x, e.x) {
 		return true
 	}
-
-	zoom := func(lo, hi trial, evals int) (point, Status, error) {
-		for ; evals < maxLineSearch; evals++ {
-			if stalled(math.Abs(hi.alpha - lo.alpha)) {
-				break
-			}
-			a := cubicMin(lo.alpha, lo.phi, lo.dphi, hi.alpha, hi.phi, hi.dphi)
-			// Safeguard: stay at least 10% inside the bracket so it shrinks
-			// geometrically even when interpolation is poor.
-			left, right := math.Min(lo.alpha, hi.alpha), math.Max(lo.alpha, hi.alpha)
-			margin := 0.1 * (right - left)
-			if !(a >= left+margin && a <= right-margin) {
-				a = (lo.alpha + hi.alpha) / 2
-			}
-			t, err := eval(a)
-			if err != nil {
-				return stop(err)
-			}
-			if !armijo(t) || t.phi >= lo.phi {
-				hi = t
-				continue
-			}
-			if curvature(t) {
-				return t.p, "", nil
-			}
-			if t.dphi*(hi.alpha-lo.alpha) >= 0 {
-				hi = lo
-			}
-			lo = t
-		}
-		// Out of budget or resolution: lo (if it is a real step) still gives
-		// sufficient decrease, which keeps the iteration monotone; the
-		// L-BFGS update is skipped if its curvature is unusable.
-		if lo.alpha > 0 {
-			return lo.p, "", nil
-		}
-		if stalled(math.Abs(hi.alpha - lo.alpha)) {
-			return point{}, NoProgress, nil
-		}
-		return point{}, Failed, nil
+	e.valid = false
+	if err := e.ctx.Err(); err != nil {
+		e.err = e.cancelled(err)
+		return false
 	}
-
-	prev := trial{alpha: 0, phi: phi0, dphi: dphi0, p: cur}
-	for evals := 0; evals < maxLineSearch; evals++ {
-		t, err := eval(alpha)
-		if err != nil {
-			return stop(err)
-		}
-		if !armijo(t) || (evals > 0 && t.phi >= prev.phi) {
-			return zoom(prev, t, evals+1)
-		}
-		if curvature(t) {
-			return t.p, "", nil
-		}
-		if t.dphi >= 0 {
-			return zoom(t, prev, evals+1)
-		}
-		prev = t
-		alpha *= 4 // still descending steeply: extrapolate
+	if e.maxEvals > 0 && e.evals >= e.maxEvals {
+		return false // status reports the limit
 	}
-	if prev.alpha > 0 {
-		return prev.p, "", nil
+	if e.evals-e.searchStart >= maxLineSearch {
+		e.err = errSearchBudget
+		return false
 	}
-	return point{}, Failed, nil
-}
-
-// cubicMin returns the minimiser of the cubic interpolating (a, fa, da) and
-// (b, fb, db) (Nocedal & Wright eq. 3.59), or NaN when it does not exist;
-// the caller then bisects.
-func cubicMin(a, fa, da, b, fb, db float64) float64 {
-	d1 := da + db - 3*(fa-fb)/(a-b)
-	disc := d1*d1 - da*db
-	if !(disc >= 0) {
-		return math.NaN()
+	e.x = append(e.x[:0], x...)
+	if len(e.g) != len(x) {
+		e.g = make([]float64, len(x))
 	}
-	d2 := math.Sqrt(disc)
-	if b < a {
-		d2 = -d2
+	clear(e.g)
+	e.evals++
+	where := fmt.Sprintf("L-BFGS evaluation %d", e.evals)
+	fx, err := e.call()
+	switch {
+	case e.panicked:
+		return false
+	case err != nil:
+		e.err = fmt.Errorf("solvers: %s: %w", where, err)
+		return false
+	case isNonFinite(fx):
+		e.err = &NonFiniteError{Quantity: "objective", Index: -1, Value: fx, Where: where}
+		return false
 	}
-	return b - (b-a)*(db+d2-d1)/(db-da+2*d2)
-}
-
-// lbfgsMemory is the ring buffer of correction pairs (s, y) from which the
-// two-loop recursion applies the inverse-Hessian approximation.
-type lbfgsMemory struct {
-	s, y  [][]float64
-	rho   []float64
-	alpha []float64
-	head  int // index of the oldest pair
-	n     int // number of stored pairs
-}
-
-func newLBFGSMemory(m, dim int) *lbfgsMemory {
-	h := &lbfgsMemory{s: make([][]float64, m), y: make([][]float64, m), rho: make([]float64, m), alpha: make([]float64, m)}
-	for i := range m {
-		h.s[i] = make([]float64, dim)
-		h.y[i] = make([]float64, dim)
-	}
-	return h
-}
-
-func (h *lbfgsMemory) len() int { return h.n }
-func (h *lbfgsMemory) reset()   { h.head, h.n = 0, 0 }
-
-// push stores the pair for the step from a to b, skipping it when s·y is not
-// safely positive: such a pair would make the approximation indefinite and
-// the next direction possibly ascent.
-func (h *lbfgsMemory) push(a, b point) {
-	m := len(h.s)
-	slot := (h.head + h.n) % m
-	s, y := h.s[slot], h.y[slot]
-	for i := range s {
-		s[i] = b.x[i] - a.x[i]
-		y[i] = b.g[i] - a.g[i]
-	}
-	sy, yy := dot(s, y), dot(y, y)
-	if !(sy > 1e-10*yy) || yy == 0 {
-		return
-	}
-	h.rho[slot] = 1 / sy
-	if h.n < m {
-		h.n++
-	} else {
-		h.head = (h.head + 1) % m
-	}
-}
-
-// direction sets d = -H·g by the two-loop recursion, scaling the initial
-// matrix by s·y/y·y of the newest pair so unit steps are well sized.
-func (h *lbfgsMemory) direction(d, g []float64) {
-	m := len(h.s)
-	for i := range d {
-		d[i] = -g[i]
-	}
-	for k := h.n - 1; k >= 0; k-- {
-		j := (h.head + k) % m
-		a := h.rho[j] * dot(h.s[j], d)
-		h.alpha[j] = a
-		axpy(-a, h.y[j], d)
-	}
-	if h.n > 0 {
-		j := (h.head + h.n - 1) % m
-		gamma := dot(h.s[j], h.y[j]) / dot(h.y[j], h.y[j])
-		for i := range d {
-			d[i] *= gamma
+	for i, v := range e.g {
+		if isNonFinite(v) {
+			e.err = &NonFiniteError{Quantity: "gradient", Index: i, Value: v, Where: where}
+			return false
 		}
 	}
-	for k := 0; k < h.n; k++ {
-		j := (h.head + k) % m
-		b := h.rho[j] * dot(h.y[j], d)
-		axpy(h.alpha[j]-b, h.s[j], d)
-	}
+	e.fx, e.valid = fx, true
+	return true
 }
 
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
+// call runs f on the cached point, catching a panic so that MinimizeLBFGS
+// can re-raise it on the caller's goroutine instead of it killing the
+// process from gonum's.
+func (e *lbfgsEval) call() (fx float64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.panicked, e.panicValue = true, r
+		}
+	}()
+	return e.f(e.x, e.g)
 }
 
-func axpy(alpha float64, x, y []float64) {
-	for i := range x {
-		y[i] += alpha * x[i]
+// status is optimize.Problem.Status: gonum calls it after every evaluation.
+func (e *lbfgsEval) status() (optimize.Status, error) {
+	switch {
+	case e.panicked:
+		return optimize.Failure, errors.New("solvers: L-BFGS objective panicked")
+	case e.err != nil:
+		return optimize.Failure, e.err
+	case e.maxEvals > 0 && e.evals >= e.maxEvals:
+		return optimize.FunctionEvaluationLimit, nil
 	}
+	return optimize.NotTerminated, nil
 }
 
-func norm2(x []float64) float64 { return math.Sqrt(dot(x, x)) }
+// Init and Record implement optimize.Recorder; an accepted iterate starts
+// the evaluation budget of the next line search.
+func (e *lbfgsEval) Init() error { return nil }
 
-func normInf(x []float64) float64 {
-	m := 0.0
-	for _, v := range x {
-		m = math.Max(m, math.Abs(v))
+func (e *lbfgsEval) Record(_ *optimize.Location, op optimize.Operation, _ *optimize.Stats) error {
+	if op == optimize.MajorIteration {
+		e.searchStart = e.evals
 	}
-	return m
+	return nil
 }
 
 // TrainLBFGS minimises a full-batch Objective over params with L-BFGS: the
@@ -507,7 +398,11 @@ func normInf(x []float64) float64 {
 // last evaluation is usually a line-search trial, not the optimum). Cholesky
 // failures are handled as in Train: the jitter is raised and the same point
 // re-evaluated. That changes the objective under L-BFGS's curvature history,
-// which is harmless for the small jitter changes it is meant for.
+// which is harmless for the small jitter changes it is meant for (and a line
+// search it spoils is retried along steepest descent).
+//
+// obj.Step is called sequentially but from gonum's goroutine, as f is in
+// MinimizeLBFGS.
 func TrainLBFGS(ctx context.Context, obj Objective, params []Param, n int, settings LBFGSSettings) (Result, error) {
 	if obj == nil {
 		return Result{X: Flatten(params), F: math.NaN(), Status: Failed}, errors.New("solvers: TrainLBFGS: nil Objective")
