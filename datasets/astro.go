@@ -15,7 +15,8 @@ import (
 // column order; the order below is PROVENANCE's, decoded from value ranges
 // and from how the authors' script reads the file, and re-checked here
 // against the file: col 2 has min 3.402 = ln 30 (the >30σ detection cut),
-// col 8 has min −2.303 = ln 0.1, col 9 takes 0/1/2 with counts 184/168/102.
+// col 8 has min −2.303 = ln 0.1, col 9 takes 0/1/2 with counts 184/168/102
+// (see AstroClassNames for which class is which).
 var astroColumnNames = [10]string{
 	0: "flux_1_100_GeV",
 	1: "flux_error",
@@ -35,11 +36,44 @@ var astroColumnNames = [10]string{
 // form the variance as (error / training std)², i.e. they square them.
 var astroErrorColumn = map[int]int{0: 1, 4: 5, 6: 7}
 
-// astroClassColumn is the label column: 0 = psr, 1 = bll, 2 = fsrq.
+// astroClassColumn is the label column: 0 = bll, 1 = fsrq, 2 = psr.
 const astroClassColumn = 9
 
-// AstroClassNames names the astrophysics classes in label order.
-var AstroClassNames = []string{"psr", "bll", "fsrq"}
+// AstroClassNames names the astrophysics classes in label order: the labels
+// of fermi4fgl.dat are alphabetical, 0 = bll (184 sources), 1 = fsrq (168),
+// 2 = psr (102).
+//
+// This contradicts PROVENANCE.md, the implementation notes (§2.1) and the
+// paper's text (§5.6: "184 are pulsars, 168 are blazars and 102 are
+// quasars"), which all read the counts 184/168/102 of labels 0/1/2 as
+// psr/bll/fsrq. The data and the paper's own tables decide against that:
+//
+//   - Table 10: the average number of test points per true class over the
+//     100 fixed splits of splits.txt is exactly the paper's column totals.
+//     Averaging the labels of the last 46 indices of each split gives
+//     label 0: 19.14, label 1: 16.76, label 2: 10.10; Table 10's columns
+//     sum (for every model, e.g. MGP 17.66+1.48+0.00, 1.31+15.16+0.29,
+//     0.01+0.36+9.73) to bll 19.14, fsrq 16.76, psr 10.10, and Table 18's
+//     to the same. So 0 = bll, 1 = fsrq, 2 = psr.
+//   - Spectral shape (per-class means from the file; curvature significance
+//     as the geometric mean). Pulsars have strongly curved, cut-off spectra;
+//     BL Lacs hard, nearly straight ones (α ≈ 2.0); FSRQs soft ones
+//     (α ≈ 2.4) peaking at low energy:
+//     label 0: α 1.91, β 0.067, curvature significance 3.3σ, pivot 1.4 GeV;
+//     label 1: α 2.29, β 0.100, curvature significance 5.6σ, pivot 0.64 GeV;
+//     label 2: α 2.16, β 0.405, curvature significance 18.5σ, pivot 1.4 GeV.
+//     Only label 2 has β > 0.25 (91 of its 102 sources, none of the other
+//     352), matching the paper's "the pulsars class has larger values of β"
+//     and its Figure 8. Label 0 is the hard class (147 of 184 with α < 2.1),
+//     label 1 the soft, low-pivot class.
+//   - 11 of the 12 brightest sources are label 2; the brightest (1–100 GeV
+//     flux 1.35e-6 cm⁻² s⁻¹, about twice the next) has a 196σ curvature,
+//     the profile of the Vela pulsar, the brightest GeV source in the sky.
+//
+// TestAstroClassOrder checks the first two points against the file.
+// The paper's text thus lists the counts in label order under the wrong
+// names; its tables (printed in the order bll, fsrq, psr) use the right ones.
+var AstroClassNames = []string{"bll", "fsrq", "psr"}
 
 // Feature selections used by the paper.
 var (
@@ -72,7 +106,8 @@ func LoadAstro(dataDir string) (*Dataset, error) {
 // attribute, not an error or the class column). dataDir "" means
 // ResolveDataDir("").
 //
-// The result has N = 454, C = 3 (0 psr, 1 bll, 2 fsrq) and raw,
+// The result has N = 454, C = 3 (0 bll, 1 fsrq, 2 psr; see
+// AstroClassNames) and raw,
 // unstandardised inputs. Noise holds per-point variances in the raw units:
 // error² for flux (col 1), α (col 5) and β (col 7), and 0 for attributes
 // without an error bar. Use AstroFold to apply the paper's protocol, which
@@ -129,7 +164,7 @@ func LoadAstroColumns(dataDir string, cols []int) (*Dataset, error) {
 		row := vals[i*10 : (i+1)*10]
 		lab := row[astroClassColumn]
 		if lab != math.Trunc(lab) || lab < 0 || lab >= float64(ds.C) {
-			return nil, perr(path, lines[i], astroClassColumn+1, fmt.Sprint(lab), "is not a class label 0 (psr), 1 (bll) or 2 (fsrq)")
+			return nil, perr(path, lines[i], astroClassColumn+1, fmt.Sprint(lab), "is not a class label 0 (bll), 1 (fsrq) or 2 (psr)")
 		}
 		ds.Y[i] = int(lab)
 		for j, c := range cols {

@@ -31,7 +31,7 @@ type Dataset struct {
 	// FeatureNames optionally names the D columns (nil if unknown).
 	FeatureNames []string
 	// ClassNames optionally names the C classes (nil if unknown), e.g.
-	// psr/bll/fsrq for the astrophysics table.
+	// bll/fsrq/psr for the astrophysics table.
 	ClassNames []string
 	// LabelValues optionally records, for readers that remap labels, the
 	// original label value of each class index: class c was written as

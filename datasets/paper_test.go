@@ -73,7 +73,10 @@ func TestLoadAstro(t *testing.T) {
 		t.Fatalf("N=%d D=%d C=%d, want 454 6 3", ds.N, ds.D, ds.C)
 	}
 	if got := ds.ClassCounts(); !slices.Equal(got, []int{184, 168, 102}) {
-		t.Errorf("class counts %v, want psr 184, bll 168, fsrq 102", got)
+		t.Errorf("class counts %v, want bll 184, fsrq 168, psr 102", got)
+	}
+	if !slices.Equal(ds.ClassNames, []string{"bll", "fsrq", "psr"}) {
+		t.Errorf("class names %v, want bll fsrq psr (see AstroClassNames)", ds.ClassNames)
 	}
 	// First line of fermi4fgl.dat:
 	// 1.8393e-09 8.6817e-11 3.60097131151383 6.60844587028938 2.4469 0.0505 0.1466 0.033 1.73518911773966 1
@@ -93,8 +96,8 @@ func TestLoadAstro(t *testing.T) {
 			t.Errorf("Noise[0][%d] = %v, want %v", j, ds.Noise[j], wantV[j])
 		}
 	}
-	if ds.Y[0] != 1 || ds.ClassNames[ds.Y[0]] != "bll" {
-		t.Errorf("Y[0] = %d (%s), want 1 (bll)", ds.Y[0], ds.ClassNames[ds.Y[0]])
+	if ds.Y[0] != 1 || ds.ClassNames[ds.Y[0]] != "fsrq" {
+		t.Errorf("Y[0] = %d (%s), want 1 (fsrq)", ds.Y[0], ds.ClassNames[ds.Y[0]])
 	}
 	// The >30σ cut: ln(detection significance) ≥ ln 30 everywhere.
 	for i := range ds.N {
@@ -153,5 +156,53 @@ func TestLoadAstro(t *testing.T) {
 	it := splits[0][1][0]
 	if got, want := test.NoiseRow(0)[3], ds.NoiseRow(it)[3]/(sc.Scale[3]*sc.Scale[3]); got != want {
 		t.Errorf("test alpha noise %v, want own error over training std: %v", got, want)
+	}
+}
+
+// TestAstroClassOrder pins the evidence for AstroClassNames (0 = bll,
+// 1 = fsrq, 2 = psr): the mean test-class counts over the 100 fixed splits
+// equal the column totals of the paper's Table 10 (bll 19.14, fsrq 16.76,
+// psr 10.10), and the spectral shapes fit the names (pulsars curved: high β;
+// BL Lacs hard: low α; FSRQs soft).
+func TestAstroClassOrder(t *testing.T) {
+	dir := testDataDir(t)
+	ds, err := LoadAstro(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	splits, err := AstroSplits(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]float64, ds.C)
+	for _, sp := range splits {
+		for _, i := range sp[1] {
+			counts[ds.Y[i]]++
+		}
+	}
+	// Table 10, MGP: columns bll, fsrq, psr summed over the predicted rows.
+	table10 := map[string]float64{"bll": 17.66 + 1.48 + 0.00, "fsrq": 1.31 + 15.16 + 0.29, "psr": 0.01 + 0.36 + 9.73}
+	for k, name := range ds.ClassNames {
+		if got := counts[k] / float64(len(splits)); math.Abs(got-table10[name]) > 0.005 {
+			t.Errorf("label %d (%s): %.2f test points per split, Table 10 column total %.2f", k, name, got, table10[name])
+		}
+	}
+	mean := func(col, k int) float64 {
+		var s, n float64
+		for i := range ds.N {
+			if ds.Y[i] == k {
+				s += ds.Row(i)[col]
+				n++
+			}
+		}
+		return s / n
+	}
+	const alpha, beta = 3, 4 // AstroColumnsTable9: flux, det, pivot, α, β, curv
+	bll, fsrq, psr := slices.Index(ds.ClassNames, "bll"), slices.Index(ds.ClassNames, "fsrq"), slices.Index(ds.ClassNames, "psr")
+	if b := mean(beta, psr); b < 2*mean(beta, bll) || b < 2*mean(beta, fsrq) {
+		t.Errorf("mean β: psr %.3f, bll %.3f, fsrq %.3f; pulsars should be the curved class", b, mean(beta, bll), mean(beta, fsrq))
+	}
+	if a, f := mean(alpha, bll), mean(alpha, fsrq); a > 2.05 || f < 2.2 {
+		t.Errorf("mean α: bll %.3f (hard, ≈2.0), fsrq %.3f (soft, >2.2)", a, f)
 	}
 }

@@ -294,17 +294,15 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 	if test.C <= 10 {
 		res.Confusion = confusion(probs, test.Y, test.C)
 	}
-	info, err := inspectModel(m)
-	if err != nil {
-		return nil, nil, err
+	// Parameter counts and learned noise come from the model's accessors;
+	// ParamCount includes NIMGP's per-point q(x_i) and counts only the free
+	// (lower-triangular) entries of the q(u) factors.
+	res.ParamGroups = m.ParamCount()
+	for _, v := range res.ParamGroups {
+		res.Params += v
 	}
-	res.Params, res.NNParams = info.params, info.nnParams
-	if o.Kind == models.NIMGP {
-		res.Params += 2 * train.N * train.D // q(x_i) means and variances, not saved
-	}
-	if o.LearnNoise {
-		res.LearnedNoise = info.noise
-	}
+	res.NNParams = res.ParamGroups["nn"]
+	res.LearnedNoise = m.LearnedNoise() // nil when the noise is given
 	return res, m, nil
 }
 
@@ -365,19 +363,11 @@ func confusion(probs []float64, y []int, c int) [][]float64 {
 	return m
 }
 
-// modelInfo is what inspectModel reads back from a trained model.
-type modelInfo struct {
-	params, nnParams int
-	noise            []float64
-	z                map[string][]float64
-}
-
-// inspectModel reads parameter counts, the learned noise variances and the
-// inducing inputs from the model's Save file. The models package has no
-// accessors for these; Save lists every parameter with its name and shape,
-// so it is the one stable public view (see the report for the accessors
-// this stands in for).
-func inspectModel(m *models.Model) (*modelInfo, error) {
+// inducingInputs reads the learned inducing inputs Z of each latent
+// function (1-D problems: M values each) from the model's Save file. It is
+// the one thing the models package still has no accessor for; Save lists
+// every graph parameter by name ("…/Z<c>", one shared "…/Z0" with SharedZ).
+func inducingInputs(m *models.Model, latent int) ([][]float64, error) {
 	f, err := os.CreateTemp("", "gpc-exp-*.json")
 	if err != nil {
 		return nil, err
@@ -401,30 +391,24 @@ func inspectModel(m *models.Model) (*modelInfo, error) {
 	if err := json.Unmarshal(b, &saved); err != nil {
 		return nil, err
 	}
-	info := &modelInfo{z: map[string][]float64{}}
+	z := map[string][]float64{}
 	for _, p := range saved.Params {
-		switch {
-		case p.Name == "noise/logvar":
-			for _, v := range p.Data {
-				info.noise = append(info.noise, math.Exp(v))
-			}
-		case strings.Contains(p.Name, "jitter"):
-			continue // a numerical safeguard, not a model parameter
-		case strings.HasPrefix(p.Name, "enc"):
-			info.nnParams += len(p.Data)
-		}
 		if i := strings.LastIndex(p.Name, "/Z"); i >= 0 {
-			info.z[p.Name[i+1:]] = p.Data
-		}
-		if !strings.Contains(p.Name, "jitter") {
-			info.params += len(p.Data)
+			z[p.Name[i+1:]] = p.Data
 		}
 	}
-	return info, nil
+	out := make([][]float64, latent)
+	for c := range out {
+		if out[c] = z[fmt.Sprintf("Z%d", c)]; out[c] == nil {
+			out[c] = z["Z0"] // shared inducing inputs
+		}
+	}
+	return out, nil
 }
 
 // toyCurve predicts on a grid of x̃ (Figure 2) and, for NIMGP_FO, also
-// without Δ and with the inducing inputs (Figure 1).
+// returns the latent means and variances with and without Δ and the
+// inducing inputs (Figure 1).
 func toyCurve(m *models.Model, r Run, sp *split) (*Curve, error) {
 	const n = 241
 	cfg := sp.toy.Config
@@ -448,21 +432,24 @@ func toyCurve(m *models.Model, r Run, sp *split) (*Curve, error) {
 	c := &Curve{X: x, P: columns(p, n, grid.C), Bayes: columns(sp.toy.BayesPredictive(grid), n, grid.C),
 		TrainX: sp.train.X, TrainY: sp.train.Y}
 	if r.Method.Kind == "nimgp-fo" {
-		tiny := make([]float64, n)
-		for i := range tiny {
-			tiny[i] = 1e-12
-		}
-		p0, err := m.Predict(x, n, tiny)
+		// Figure 1: the latent marginals at the grid, with the first-order
+		// term Δ (for the same noise variances as the prediction above) and
+		// without it (v − Δ).
+		mu, v, delta, err := m.Marginals(x, n, given)
 		if err != nil {
 			return nil, err
 		}
-		c.NoDelta = columns(p0, n, grid.C)
-		info, err := inspectModel(m)
-		if err != nil {
-			return nil, err
+		if delta == nil {
+			return nil, fmt.Errorf("NIMGP_FO returned no Δ term")
 		}
-		for k := 0; k < grid.C; k++ {
-			c.Z = append(c.Z, info.z[fmt.Sprintf("Z%d", k)])
+		v0 := make([]float64, len(v))
+		for i := range v {
+			v0[i] = v[i] - delta[i]
+		}
+		L := len(mu) / n
+		c.LatentMean, c.LatentVar, c.LatentVarNoDelta = columns(mu, n, L), columns(v, n, L), columns(v0, n, L)
+		if c.Z, err = inducingInputs(m, L); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil

@@ -302,6 +302,51 @@ func TestMiniEndToEnd(t *testing.T) {
 	if !strings.Contains(string(md), "· 1±0.1") || strings.Contains(string(md), "not drawn") {
 		t.Errorf("report.md:\n%s", md)
 	}
+	// The accessors' values reach the results: parameter groups (NIMGP's
+	// q(x_i) is 2·N·D), and NIMGP_FO's latent marginals for Figure 1 with
+	// Δ ≥ 0 and the inducing inputs.
+	st, err := openStore(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.results() {
+		sum := 0
+		for _, v := range r.ParamGroups {
+			sum += v
+		}
+		if r.Params == 0 || sum != r.Params || r.ParamGroups["kernel"] == 0 {
+			t.Errorf("%s: params %d, groups %v", r.Method, r.Params, r.ParamGroups)
+		}
+		if want := map[string]int{"NIMGP": 2 * r.NTrain * r.D}[r.Method]; r.ParamGroups["q(x)"] != want {
+			t.Errorf("%s: q(x) group %d, want %d", r.Method, r.ParamGroups["q(x)"], want)
+		}
+		if (r.Method == "NIMGP_NN") != (r.NNParams > 0) || r.LearnedNoise != nil {
+			t.Errorf("%s: nn params %d, learned noise %v (noise is given)", r.Method, r.NNParams, r.LearnedNoise)
+		}
+		c := r.Curve
+		if r.Method != "NIMGP_FO" {
+			if c != nil && c.LatentMean != nil {
+				t.Errorf("%s: latent marginals recorded", r.Method)
+			}
+			continue
+		}
+		if c == nil || len(c.LatentMean) != r.C || len(c.Z) != r.C || len(c.Z[0]) == 0 {
+			t.Fatalf("NIMGP_FO curve lacks latent marginals or Z: %+v", c)
+		}
+		wider := false
+		for k := range c.LatentVar {
+			for i, v := range c.LatentVar[k] {
+				v0 := c.LatentVarNoDelta[k][i]
+				if !(v0 > 0) || v < v0-1e-12 {
+					t.Fatalf("class %d, x=%v: variance %v with Δ, %v without", k, c.X[i], v, v0)
+				}
+				wider = wider || v > v0*(1+1e-6)
+			}
+		}
+		if !wider {
+			t.Error("Δ is zero everywhere")
+		}
+	}
 	// A second run finds everything done.
 	o.Reset()
 	if code := Main([]string{"run", sp, "--out", out}, &o, &e); code != 0 || !strings.Contains(o.String(), "0 done now, 8 skipped") {

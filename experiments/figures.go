@@ -177,36 +177,92 @@ func (tickGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
 	c.Stroke(p)
 }
 
-// fig1 is NIMGP_FO's predictive class probabilities without (left) and
-// with (right) the Δ term, with the learned inducing inputs as rugs.
+// fig1 is the paper's Figure 1: NIMGP_FO's latent predictive means with
+// ±2 standard-deviation bands per class (models.Model.Marginals), without
+// the first-order term Δ (left, variance v − Δ) and with it (right), the
+// training data (x̃_i) as label ticks at the top (one row per class) and
+// the learned inducing inputs Z^c as rugs at the bottom. Both panels share
+// the y range so the widening by Δ is visible. Colours name the classes,
+// as in the paper's caption, instead of a legend that would hide ticks.
 func (rp *reporter) fig1() error {
 	_, c := rp.firstCurve("nimgp-fo")
-	if c == nil || c.NoDelta == nil {
-		return fmt.Errorf("no NIMGP_FO curve at split 0")
+	if c == nil || c.LatentMean == nil {
+		return fmt.Errorf("no NIMGP_FO latent marginals at split 0 (rerun results written before they were recorded)")
 	}
-	left, err := probPanel("NIMGP_FO without Δ", &Curve{X: c.X}, c.NoDelta, false)
-	if err != nil {
-		return err
-	}
-	right, err := probPanel("NIMGP_FO with Δ", &Curve{X: c.X}, c.P, false)
-	if err != nil {
-		return err
-	}
-	for k, z := range c.Z {
-		pts := make(plotter.XYs, len(z))
-		for i, v := range z {
-			pts[i] = plotter.XY{X: v, Y: -0.03 - 0.015*float64(k)}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for k, mu := range c.LatentMean {
+		for i, m := range mu {
+			for _, v := range []float64{c.LatentVar[k][i], c.LatentVarNoDelta[k][i]} {
+				sd := 2 * math.Sqrt(math.Max(v, 0))
+				lo, hi = math.Min(lo, m-sd), math.Max(hi, m+sd)
+			}
 		}
-		for _, pl := range []*plot.Plot{left, right} {
+	}
+	span := hi - lo
+	if !(span > 0) {
+		span = 1
+	}
+	C := len(c.LatentMean)
+	rowGap := 0.035 * span
+	trainRow := func(k int) float64 { return hi + 0.06*span + rowGap*float64(k) }
+	zRow := func(k int) float64 { return lo - 0.06*span - rowGap*float64(k) }
+	var panels []*plot.Plot
+	for _, side := range []struct {
+		title string
+		v     [][]float64
+	}{{"NIMGP_FO without Δ", c.LatentVarNoDelta}, {"NIMGP_FO with Δ", c.LatentVar}} {
+		pl := plot.New()
+		pl.Title.Text = side.title + " (f0 red, f1 green, f2 blue)"
+		pl.X.Label.Text = "x (observed input)"
+		pl.Y.Label.Text = "latent mean ± 2 sd"
+		pl.Y.Min, pl.Y.Max = zRow(C-1)-0.03*span, trainRow(C-1)+0.03*span
+		for k, mu := range c.LatentMean {
+			band := make(plotter.XYs, 0, 2*len(mu))
+			for i := range mu {
+				band = append(band, plotter.XY{X: c.X[i], Y: mu[i] + 2*math.Sqrt(math.Max(side.v[k][i], 0))})
+			}
+			for i := len(mu) - 1; i >= 0; i-- {
+				band = append(band, plotter.XY{X: c.X[i], Y: mu[i] - 2*math.Sqrt(math.Max(side.v[k][i], 0))})
+			}
+			poly, err := plotter.NewPolygon(band)
+			if err != nil {
+				return err
+			}
+			r, g, b, _ := classColor(k).RGBA()
+			poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 55}
+			poly.LineStyle.Width = 0
+			l, err := plotter.NewLine(xys(c.X, mu))
+			if err != nil {
+				return err
+			}
+			l.Color, l.Width = classColor(k), vg.Points(1.5)
+			pl.Add(poly, l)
+		}
+		for k := range C {
+			var pts plotter.XYs
+			for i, y := range c.TrainY {
+				if y == k {
+					pts = append(pts, plotter.XY{X: c.TrainX[i], Y: trainRow(k)})
+				}
+			}
+			if k < len(c.Z) {
+				for _, z := range c.Z[k] {
+					pts = append(pts, plotter.XY{X: z, Y: zRow(k)})
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
 			s, err := plotter.NewScatter(pts)
 			if err != nil {
 				return err
 			}
-			s.Color, s.Shape, s.Radius = classColor(k), tickGlyph{}, vg.Points(2)
+			s.Color, s.Shape, s.Radius = classColor(k), tickGlyph{}, vg.Points(2.5)
 			pl.Add(s)
 		}
+		panels = append(panels, pl)
 	}
-	return rp.savePanels("fig1", [][]*plot.Plot{{left, right}}, 4*vg.Inch, 3*vg.Inch)
+	return rp.savePanels("fig1", [][]*plot.Plot{panels}, 4.5*vg.Inch, 3.5*vg.Inch)
 }
 
 // fig2 is every method's predictive distribution against the Bayes optimum.
@@ -425,6 +481,9 @@ type errPoints struct {
 	plotter.YErrors
 }
 
+// fig8Colors are Figure 8's class colours: pulsars green, as in the paper.
+var fig8Colors = map[string]color.Color{"bll": classColor(0), "fsrq": classColor(2), "psr": classColor(1)}
+
 // fig8 is the astrophysics data: LP index α against LP β (the two
 // attributes with error bars besides flux), coloured by class.
 func (rp *reporter) fig8() error {
@@ -466,7 +525,14 @@ func (rp *reporter) fig8() error {
 		if err != nil {
 			return err
 		}
-		col := []color.Color{classColor(1), classColor(2), classColor(0)}[k%3] // psr green
+		// The paper's Figure 8 draws the pulsars green ("the psr class
+		// (green points)"); the blazars take red and blue.
+		col := classColor(k)
+		if k < len(ds.ClassNames) {
+			if c, ok := fig8Colors[ds.ClassNames[k]]; ok {
+				col = c
+			}
+		}
 		s.Color, s.Radius = col, vg.Points(1.5)
 		xe, err := plotter.NewXErrorBars(e)
 		if err != nil {

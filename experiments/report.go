@@ -367,9 +367,17 @@ func (rp *reporter) meanRanks(setting string, methods []string, metric string) m
 	return out
 }
 
-// confusionOrder is the paper's class order (bll, fsrq, psr) as indices of
-// datasets.AstroClassNames (psr, bll, fsrq).
-var confusionOrder = []int{1, 2, 0}
+// confusionOrder is the paper's class order in Tables 10 and 18 (bll,
+// fsrq, psr) as indices of datasets.AstroClassNames, looked up by name
+// (the file's labels are 0 = bll, 1 = fsrq, 2 = psr; see AstroClassNames
+// for the evidence).
+var confusionOrder = func() []int {
+	var out []int
+	for _, n := range []string{"bll", "fsrq", "psr"} {
+		out = append(out, slices.Index(datasets.AstroClassNames, n))
+	}
+	return out
+}()
 
 func (rp *reporter) confusionTable(tb Table) {
 	rp.printf("## %s — %s\n\n", tb.ID, tb.Title)

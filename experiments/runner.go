@@ -37,8 +37,12 @@ type Result struct {
 	Inducing        int     `json:"inducing"`
 	// LearnedNoise holds the learned per-dimension input-noise variances.
 	LearnedNoise []float64 `json:"learned_noise,omitempty"`
-	// Params counts every trained value, including NIMGP's q(x_i).
+	// Params counts every trained scalar, including NIMGP's q(x_i): the sum
+	// of ParamGroups.
 	Params int `json:"params"`
+	// ParamGroups is models.Model.ParamCount: trained scalars by group
+	// ("kernel", "inducing", "q(u)", "likelihood", "noise", "nn", "q(x)").
+	ParamGroups map[string]int `json:"param_groups,omitempty"`
 	// NNParams counts the encoder weights of NIMGP_NN (Table 19's "M").
 	NNParams int `json:"nn_params,omitempty"`
 	// Confusion[p][t] counts test points predicted p whose label is t.
@@ -63,8 +67,13 @@ type Curve struct {
 	P [][]float64 `json:"p"`
 	// Bayes is the Bayes-optimal predictive at X (toy problem).
 	Bayes [][]float64 `json:"bayes,omitempty"`
-	// NoDelta is NIMGP_FO's prediction without the Δ term (noise → 0).
-	NoDelta [][]float64 `json:"no_delta,omitempty"`
+	// LatentMean[c][i] and LatentVar[c][i] are NIMGP_FO's latent predictive
+	// mean and variance at X[i] (models.Model.Marginals), the variance
+	// including the first-order term Δ; LatentVarNoDelta is the variance
+	// without Δ (Figure 1: left without Δ, right with it).
+	LatentMean       [][]float64 `json:"latent_mean,omitempty"`
+	LatentVar        [][]float64 `json:"latent_var,omitempty"`
+	LatentVarNoDelta [][]float64 `json:"latent_var_no_delta,omitempty"`
 	// Z holds the learned inducing inputs of each latent function (1-D).
 	Z [][]float64 `json:"z,omitempty"`
 	// TrainX and TrainY are the observed training data (label ticks).
