@@ -92,6 +92,13 @@ func Load(path string, custom *Options) (*Model, error) {
 	for i := range ph.Y {
 		ph.Y[i] = i % s.C
 	}
+	// Placeholder variances: training-point noise is not part of a saved
+	// model (predictions take the test points' own), but initialisation
+	// validates it.
+	ph.Noise = make([]float64, len(ph.X))
+	for i := range ph.Noise {
+		ph.Noise[i] = 1
+	}
 	m.Opts.Inducing = s.M
 	if err := m.initialize(ph, io.Discard); err != nil {
 		return nil, fmt.Errorf("models: %s: %w", path, err)

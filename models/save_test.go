@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,36 +13,38 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	train := syntheticSet(120, 3, 3, 4)
 	test := syntheticSet(30, 3, 3, 5)
 	for _, k := range Kinds {
-		t.Run(string(k), func(t *testing.T) {
-			m, err := New(Options{Kind: k, Inducing: 10, Epochs: 2, Batch: 40, LearnNoise: k != MGP, TestSamples: 5, Seed: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := m.Fit(context.Background(), train, FitConfig{}); err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(t.TempDir(), "m.json")
-			if err := m.Save(path); err != nil {
-				t.Fatal(err)
-			}
-			l, err := Load(path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p1, err := m.Predict(test.X, test.N, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p2, err := l.Predict(test.X, test.N, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range p1 {
-				if math.Abs(p1[i]-p2[i]) > 1e-12 {
-					t.Fatalf("prediction %d: %v before saving, %v after loading", i, p1[i], p2[i])
+		for _, learn := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/learn=%v", k, learn), func(t *testing.T) {
+				m, err := New(Options{Kind: k, Inducing: 10, Epochs: 2, Batch: 40, LearnNoise: learn, NoiseVar: 0.1, TestSamples: 5, Seed: 3})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-		})
+				if err := m.Fit(context.Background(), train, FitConfig{}); err != nil {
+					t.Fatal(err)
+				}
+				path := filepath.Join(t.TempDir(), "m.json")
+				if err := m.Save(path); err != nil {
+					t.Fatal(err)
+				}
+				l, err := Load(path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p1, err := m.Predict(test.X, test.N, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p2, err := l.Predict(test.X, test.N, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range p1 {
+					if math.Abs(p1[i]-p2[i]) > 1e-12 {
+						t.Fatalf("prediction %d: %v before saving, %v after loading", i, p1[i], p2[i])
+					}
+				}
+			})
+		}
 	}
 }
 
