@@ -2,14 +2,11 @@ package experiments
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -363,47 +360,13 @@ func confusion(probs []float64, y []int, c int) [][]float64 {
 	return m
 }
 
-// inducingInputs reads the learned inducing inputs Z of each latent
-// function (1-D problems: M values each) from the model's Save file. It is
-// the one thing the models package still has no accessor for; Save lists
-// every graph parameter by name ("…/Z<c>", one shared "…/Z0" with SharedZ).
+// inducingInputs returns each latent function's inducing inputs.
 func inducingInputs(m *models.Model, latent int) ([][]float64, error) {
-	f, err := os.CreateTemp("", "gpc-exp-*.json")
-	if err != nil {
-		return nil, err
+	z := m.InducingInputs()
+	if len(z) != latent {
+		return nil, fmt.Errorf("experiments: model has %d inducing sets, want %d", len(z), latent)
 	}
-	path := f.Name()
-	f.Close()
-	defer os.Remove(path)
-	if err := m.Save(path); err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var saved struct {
-		Params []struct {
-			Name string    `json:"name"`
-			Data []float64 `json:"data"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(b, &saved); err != nil {
-		return nil, err
-	}
-	z := map[string][]float64{}
-	for _, p := range saved.Params {
-		if i := strings.LastIndex(p.Name, "/Z"); i >= 0 {
-			z[p.Name[i+1:]] = p.Data
-		}
-	}
-	out := make([][]float64, latent)
-	for c := range out {
-		if out[c] = z[fmt.Sprintf("Z%d", c)]; out[c] == nil {
-			out[c] = z["Z0"] // shared inducing inputs
-		}
-	}
-	return out, nil
+	return z, nil
 }
 
 // toyCurve predicts on a grid of x̃ (Figure 2) and, for NIMGP_FO, also

@@ -128,3 +128,16 @@ func (m *Model) Marginals(x []float64, n int, noise []float64) (mu, v, delta []f
 	}
 	return mu, v, delta, nil
 }
+
+// InducingInputs returns a copy of each latent function's inducing inputs
+// (M×D, row-major); with shared inducing inputs every entry is the same set.
+func (m *Model) InducingInputs() [][]float64 {
+	if m.post == nil {
+		return nil
+	}
+	out := make([][]float64, m.post.Latent)
+	for c := range out {
+		out[c] = append([]float64(nil), m.post.Z[c].Data...)
+	}
+	return out
+}
