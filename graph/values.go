@@ -61,24 +61,6 @@ func owned(shape tensor.Shape, data []float64) G.Value {
 	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(data))
 }
 
-// zerosLike returns a zero value of the given shape.
-func zeros(shape tensor.Shape) G.Value {
-	if shape.IsScalar() {
-		return G.NewF64(0)
-	}
-	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.Of(tensor.Float64))
-}
-
-// dense returns v's data as a fresh or aliased float64 slice; used by op Do methods,
-// which must not mutate their inputs.
-func mustF64(v G.Value) []float64 {
-	f, err := Float64s(v)
-	if err != nil {
-		panic(err)
-	}
-	return f
-}
-
 // Chain threads the first error through a sequence of graph constructions,
 // so that long formulas read as formulas: after an error every Do returns nil
 // and Err reports the first failure.
