@@ -82,12 +82,7 @@ func CheckGrad2(cost *G.Node, params G.Nodes, opts CheckOptions) (CheckReport, e
 		for k := range r {
 			r[k] = rng.NormFloat64()
 		}
-		var rn *G.Node
-		if s.IsScalar() {
-			rn = G.NewScalar(cost.Graph(), G.Float64, G.WithValue(r[0]), G.WithName(fmt.Sprintf("dir%d", i)))
-		} else {
-			rn = G.NewTensor(cost.Graph(), G.Float64, len(s), G.WithShape(s...), G.WithValue(NewValue(s, r)), G.WithName(fmt.Sprintf("dir%d", i)))
-		}
+		rn := Input(cost.Graph(), fmt.Sprintf("dir%d", i), s, r)
 		p, err := G.HadamardProd(g, rn)
 		if err != nil {
 			return CheckReport{}, err

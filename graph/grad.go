@@ -45,10 +45,7 @@ func Grad(cost *G.Node, wrt ...*G.Node) (G.Nodes, error) {
 	if !cost.IsScalar() {
 		return nil, fmt.Errorf("graph.Grad: cost %v has shape %v, want a scalar", cost.Name(), cost.Shape())
 	}
-	one := G.NewConstant(1.0, G.WithName("1"))
-	if cost.Graph() != nil {
-		one = G.NewScalar(cost.Graph(), tensor.Float64, G.WithValue(1.0), G.WithName("gradseed"))
-	}
+	one := Input(cost.Graph(), "gradseed", tensor.ScalarShape(), []float64{1})
 	return Backprop(G.Nodes{cost}, G.Nodes{one}, wrt)
 }
 

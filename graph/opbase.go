@@ -54,13 +54,3 @@ func shapeOf(d G.DimSizer) (tensor.Shape, error) {
 	}
 	return nil, fmt.Errorf("graph: cannot infer shape from %T", d)
 }
-
-func strides(s tensor.Shape) []int {
-	st := make([]int, len(s))
-	acc := 1
-	for i := len(s) - 1; i >= 0; i-- {
-		st[i] = acc
-		acc *= s[i]
-	}
-	return st
-}

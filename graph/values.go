@@ -52,6 +52,18 @@ func NewValue(shape tensor.Shape, data []float64) G.Value {
 	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(append([]float64(nil), data...)))
 }
 
+// Input returns an input node of g named name holding data in the given
+// shape (a scalar for an empty shape). A tensor's value uses data as its
+// backing array, so writing into data changes what the next run sees; a
+// scalar's value is a copy.
+func Input(g *G.ExprGraph, name string, shape tensor.Shape, data []float64) *G.Node {
+	if shape.IsScalar() {
+		return G.NewScalar(g, G.Float64, G.WithName(name), G.WithValue(G.NewF64(data[0])))
+	}
+	t := tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(data))
+	return G.NewTensor(g, G.Float64, shape.Dims(), G.WithShape(shape.Clone()...), G.WithName(name), G.WithValue(t))
+}
+
 // owned wraps freshly computed data as a value without copying it; op Do
 // methods use it for the outputs they allocate.
 func owned(shape tensor.Shape, data []float64) G.Value {

@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"github.com/gpc-dev/gpc/graph"
 	"math"
 
 	G "gorgonia.org/gorgonia"
@@ -90,14 +91,9 @@ func (s *Scope) Raw(p *Param) (*G.Node, error) {
 	if q, ok := s.names[p.Name]; ok && q != p {
 		return nil, fmt.Errorf("layers: two parameters are named %q", p.Name)
 	}
-	var n *G.Node
-	if p.Shape.IsScalar() {
-		n = G.NewScalar(s.G, G.Float64, G.WithName(p.Name), G.WithValue(G.NewF64(p.Data[0])))
-		// A scalar's value is not shared storage: Sync copies it in before each run.
-	} else {
-		t := tensor.New(tensor.WithShape(p.Shape.Clone()...), tensor.WithBacking(p.Data))
-		n = G.NewTensor(s.G, G.Float64, p.Shape.Dims(), G.WithShape(p.Shape.Clone()...), G.WithName(p.Name), G.WithValue(t))
-	}
+	// Tensors share p.Data with the node; a scalar's value is a copy, which
+	// Sync refreshes before each run.
+	n := graph.Input(s.G, p.Name, p.Shape, p.Data)
 	s.raw[p], s.names[p.Name] = n, p
 	s.order = append(s.order, p)
 	return n, nil

@@ -21,9 +21,7 @@ type feed struct {
 
 func newFeed(g *G.ExprGraph, name string, shape ...int) feed {
 	data := make([]float64, tensor.Shape(shape).TotalSize())
-	t := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
-	n := G.NewTensor(g, G.Float64, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(t))
-	return feed{n, data}
+	return feed{graph.Input(g, name, shape, data), data}
 }
 
 // trainGraph is the negative ELBO of one batch of B rows, compiled once.

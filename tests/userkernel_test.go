@@ -108,8 +108,18 @@ func TestUserKernelTrains(t *testing.T) {
 	}
 }
 
+// A user kernel enters a model through Options.KernelFactory, which builds
+// one kernel per latent function from the data-driven initial values.
 func Example_userKernel() {
-	m, _ := models.New(models.Options{Kind: models.MGP, KernelFactory: rqFactory})
-	fmt.Println(m.Opts.Kind)
-	// Output: mgp
+	k := rqFactory("k0", 2, models.KernelInit{Lengthscale: 1.5, Variance: 1, Noise: 0.01})
+	for _, p := range k.Params() {
+		fmt.Printf("%s = %.2f\n", p.Name, p.Value(0))
+	}
+	_, err := models.New(models.Options{Kind: models.NIMGPFO, KernelFactory: rqFactory})
+	fmt.Println("model accepts the factory:", err == nil)
+	// Output:
+	// k0/scale = 1.50
+	// k0/variance = 1.00
+	// k0/white = 0.01
+	// model accepts the factory: true
 }

@@ -55,11 +55,7 @@ var (
 // constant returns a graph input node holding fixed data; its name encodes the
 // data's identity so that Gorgonia's node merging cannot confuse two of them.
 func constant(g *G.ExprGraph, name string, shape tensor.Shape, data []float64) *G.Node {
-	if shape.IsScalar() {
-		return G.NewScalar(g, G.Float64, G.WithName(name), G.WithValue(data[0]))
-	}
-	return G.NewTensor(g, G.Float64, shape.Dims(), G.WithShape(shape...), G.WithName(name),
-		G.WithValue(tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(append([]float64(nil), data...)))))
+	return graph.Input(g, name, shape, append([]float64(nil), data...))
 }
 
 // quadNodes returns F (n×K) with F_ik = μ_i + √(2 v_i) t_k, and the row of
