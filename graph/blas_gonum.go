@@ -2,6 +2,23 @@
 
 package graph
 
-// BLAS names the BLAS implementation in use: gonum's pure Go by default,
-// OpenBLAS when built with the openblas tag.
-const BLAS = "gonum"
+import (
+	"gonum.org/v1/gonum/blas/blas64"
+	G "gorgonia.org/gorgonia"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
+)
+
+// The default build routes every Dgemm (gpc's ops and Gorgonia's own
+// products) through gpc's packed AVX2/FMA kernel, 5–7× faster than gonum's
+// on the MNIST-sized products, without cgo. All other BLAS routines stay
+// gonum's.
+func init() {
+	blas64.Use(gemm.Implementation{})
+	G.Use(gemm.Implementation{})
+}
+
+// BLAS names the BLAS implementation in use: gonum with gpc's Dgemm by
+// default ("gonum+gemm/avx2-fma", or "gonum+gemm/go" on CPUs without
+// AVX2/FMA), OpenBLAS when built with the openblas tag.
+var BLAS = "gonum+gemm/" + gemm.KernelName

@@ -19,4 +19,4 @@ func init() {
 }
 
 // BLAS names the BLAS implementation in use.
-const BLAS = "openblas"
+var BLAS = "openblas"

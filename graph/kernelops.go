@@ -28,6 +28,9 @@ func SqDist(x, z *G.Node) (*G.Node, error) {
 	if len(xs) != 2 || len(zs) != 2 || xs[1] != zs[1] {
 		return nil, fmt.Errorf("graph.SqDist: want n×d and m×d matrices, got %v and %v", xs, zs)
 	}
+	if x == z {
+		return G.ApplyOp(sqDistSelfOp{n: xs[0], d: xs[1]}, x)
+	}
 	return G.ApplyOp(sqDistOp{n: xs[0], m: zs[0], d: xs[1]}, x, z)
 }
 
@@ -52,6 +55,7 @@ func (op sqDistOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	n, m, d := op.n, op.m, op.d
 	out := make([]float64, n*m)
+	multiplyAdds.Add(int64(n) * int64(m) * int64(d))
 	blas64.Gemm(blas.NoTrans, blas.Trans, -2,
 		blas64.General{Rows: n, Cols: d, Stride: d, Data: x},
 		blas64.General{Rows: m, Cols: d, Stride: d, Data: z},

@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"hash"
+	"sync/atomic"
 
 	"github.com/chewxy/hm"
 	"gonum.org/v1/gonum/blas"
@@ -10,6 +11,16 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
+
+// multiplyAdds counts the multiply-adds of the matrix products run by
+// MatMul and SqDist, whichever BLAS does them.
+var multiplyAdds atomic.Int64
+
+// MultiplyAdds returns the multiply-adds done so far in this process by the
+// matrix products of MatMul and SqDist nodes, the bulk of a GP step. The
+// difference over a training iteration is its arithmetic cost, which is
+// what bounds the ratio of two models' times (see `gpc bench`).
+func MultiplyAdds() int64 { return multiplyAdds.Load() }
 
 // matMulOp computes op(A)·op(B) for matrices with one Gemm call. Gorgonia's Mul
 // treats n×1 matrices as vectors and needs explicit Transpose copies; kernels
@@ -41,6 +52,9 @@ func MatMul(a, b *G.Node, transA, transB bool) (*G.Node, error) {
 		return nil, fmt.Errorf("graph.MatMul: inner dimensions differ: op(A) is %d×%d, op(B) is %d×%d", op.m, op.k, kb, n)
 	}
 	op.n = n
+	if a == b && !transA && transB {
+		return G.ApplyOp(gramOp{n: op.m, d: op.k}, a)
+	}
 	return G.ApplyOp(op, a, b)
 }
 
@@ -66,6 +80,7 @@ func (op matMulOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	c := make([]float64, op.m*op.n)
+	multiplyAdds.Add(int64(op.m) * int64(op.n) * int64(op.k))
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if op.ta {
 		ta = blas.Trans
@@ -73,10 +88,12 @@ func (op matMulOp) Do(vs ...G.Value) (G.Value, error) {
 	if op.tb {
 		tb = blas.Trans
 	}
+	// beta = 1 on the freshly zeroed c: the same product, without the
+	// Dgemm clearing c a second time.
 	blas64.Gemm(ta, tb, 1,
 		blas64.General{Rows: op.ar, Cols: op.ac, Stride: op.ac, Data: a},
 		blas64.General{Rows: op.br, Cols: op.bc, Stride: op.bc, Data: b},
-		0, blas64.General{Rows: op.m, Cols: op.n, Stride: op.n, Data: c})
+		1, blas64.General{Rows: op.m, Cols: op.n, Stride: op.n, Data: c})
 	return owned(tensor.Shape{op.m, op.n}, c), nil
 }
 

@@ -1,0 +1,94 @@
+package gemm
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// smallMin is the size (multiply-adds) below which packing costs more
+// than it saves and gonum's direct loops are used.
+const smallMin = 4096
+
+// Implementation is gonum's pure-Go BLAS with Dgemm replaced by this
+// package's. Install it with blas64.Use(gemm.Implementation{}).
+type Implementation struct{ gonum.Implementation }
+
+// Dgemm computes C = alpha·op(A)·op(B) + beta·C (row-major), with the same
+// argument checks and panics as gonum.
+func (impl Implementation) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	if m*n*k < smallMin || !valid(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc) {
+		// gonum handles the small cases well and raises the standard
+		// panics for invalid arguments.
+		impl.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	// Matrix-vector and outer products are memory-bound: packing them into
+	// 6×8 tiles made them 5–10× slower than gonum's Dgemv and Dger.
+	if n == 1 || m == 1 || k == 1 {
+		impl.degenerate(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	Dgemm(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func valid(tA, tB blas.Transpose, m, n, k, la, lda, lb, ldb, lc, ldc int) bool {
+	okT := func(t blas.Transpose) bool { return t == blas.NoTrans || t == blas.Trans || t == blas.ConjTrans }
+	if !okT(tA) || !okT(tB) || m < 0 || n < 0 || k < 0 {
+		return false
+	}
+	ar, ac := m, k
+	if tA != blas.NoTrans {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tB != blas.NoTrans {
+		br, bc = n, k
+	}
+	return lda >= max(1, ac) && ldb >= max(1, bc) && ldc >= max(1, n) &&
+		la >= lda*(ar-1)+ac && lb >= ldb*(br-1)+bc && lc >= ldc*(m-1)+n
+}
+
+// degenerate computes the product when one dimension is 1 with a level-2
+// routine. A row or column of a row-major matrix is a vector with
+// increment 1 or its leading dimension.
+func (impl Implementation) degenerate(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	g := impl.Implementation
+	// op(X)[i,j] is x[i*ld+j], or x[j*ld+i] when transposed: the element
+	// strides along op(X)'s rows and columns.
+	strides := func(t bool, ld int) (row, col int) {
+		if t {
+			return 1, ld
+		}
+		return ld, 1
+	}
+	aRow, aCol := strides(tA, lda)
+	bRow, bCol := strides(tB, ldb)
+	switch {
+	case k == 1: // C = alpha·a bᵀ + beta·C, a an m-vector, b an n-vector
+		if beta != 1 {
+			for i := 0; i < m; i++ {
+				row := c[i*ldc : i*ldc+n]
+				for j := range row {
+					if beta == 0 {
+						row[j] = 0
+					} else {
+						row[j] *= beta
+					}
+				}
+			}
+		}
+		g.Dger(m, n, alpha, a, aRow, b, bCol, c, ldc)
+	case n == 1: // c = alpha·op(A)·b + beta·c, c a column (stride ldc)
+		tr, rows, cols := blas.NoTrans, m, k
+		if tA {
+			tr, rows, cols = blas.Trans, k, m
+		}
+		g.Dgemv(tr, rows, cols, alpha, a, lda, b, bRow, beta, c, ldc)
+	default: // m == 1: cᵀ = alpha·aᵀ·op(B) + beta·cᵀ, i.e. c = alpha·op(B)ᵀ a + beta·c
+		tr, rows, cols := blas.Trans, k, n
+		if tB {
+			tr, rows, cols = blas.NoTrans, n, k
+		}
+		g.Dgemv(tr, rows, cols, alpha, b, ldb, a, aCol, beta, c, 1)
+	}
+}

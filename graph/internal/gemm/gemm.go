@@ -1,0 +1,288 @@
+package gemm
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Register tile (mr×nr), and the cache blocks: a packed kc×nr sliver of B
+// stays in L1 while it sweeps an mc×kc block of A held in L2.
+const (
+	mr    = 6
+	nr    = 8
+	kcMax = 256
+	mcMax = 120
+	ncMax = 1024
+	// Below this many multiply-adds one goroutine is faster than two.
+	parallelMin = 1 << 17
+)
+
+// KernelName names the micro-kernel chosen for this CPU: "avx2-fma" or "go".
+var KernelName = "go"
+
+// microKernel adds alpha·(packed A sliver)(packed B sliver) to the mr×nr
+// tile of c that starts at c[0] with row stride ldc.
+var microKernel = goKernel
+
+func goKernel(kc int, a, b, c []float64, ldc int, alpha float64) {
+	var acc [mr * nr]float64
+	for p := 0; p < kc; p++ {
+		ap := a[p*mr : p*mr+mr]
+		bp := b[p*nr : p*nr+nr]
+		for r, ar := range ap {
+			row := acc[r*nr : r*nr+nr]
+			for j, bv := range bp {
+				row[j] += ar * bv
+			}
+		}
+	}
+	for r := 0; r < mr; r++ {
+		cr := c[r*ldc : r*ldc+nr]
+		for j := range cr {
+			cr[j] += alpha * acc[r*nr+j]
+		}
+	}
+}
+
+// Dgemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices,
+// where op(A) is m×k, op(B) is k×n and op transposes when tA (tB) is set.
+// As in BLAS, C is not read when beta is 0. Arguments are not checked:
+// callers (Implementation.Dgemm) validate them.
+func Dgemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if beta != 1 {
+		for i := 0; i < m; i++ {
+			row := c[i*ldc : i*ldc+n]
+			if beta == 0 {
+				clear(row)
+				continue
+			}
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+	if k == 0 || alpha == 0 {
+		return
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if m*n*k < parallelMin {
+		workers = 1
+	}
+	p := plan(m, n, k, workers)
+	job := &job{p: p, tA: tA, tB: tB, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
+	tasks := p.mBlocks * p.nBlocks
+	if workers > tasks {
+		workers = tasks
+	}
+	if workers <= 1 {
+		job.work()
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(workers - 1)
+	for w := 1; w < workers; w++ {
+		go func() {
+			defer wg.Done()
+			job.work()
+		}()
+	}
+	job.work()
+	wg.Wait()
+}
+
+// blocking is the task grid of one product: mBlocks×nBlocks tasks of
+// mc rows and nc columns, each looping over k in steps of kc.
+type blocking struct {
+	m, n, k          int
+	mc, nc, kc       int
+	mBlocks, nBlocks int
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+func roundUp(a, b int) int { return ceilDiv(a, b) * b }
+
+// plan chooses the task grid. Each task packs its own mc×kc block of A and
+// kc×nc block of B, so a grid of nbM×nbN tasks packs A nbN times and B nbM
+// times; plan minimises the modelled time (waves of tasks over the workers,
+// each task's multiply-adds plus its packing) under the cache limits on mc
+// and nc. Splitting the wrong dimension doubled the packing of the MNIST
+// step's products.
+func plan(m, n, k, workers int) blocking {
+	const packCost = 8 // one packed element ≈ this many kernel multiply-adds
+	loM, loN := ceilDiv(m, mcMax), ceilDiv(n, ncMax)
+	best, bestM, bestN := -1.0, loM, loN
+	for nbM := loM; nbM <= max(loM, ceilDiv(m, mr)) && nbM <= loM+2*workers; nbM++ {
+		mc := roundUp(ceilDiv(m, nbM), mr)
+		if ceilDiv(m, mc) != nbM {
+			continue
+		}
+		for nbN := loN; nbN <= max(loN, ceilDiv(n, nr)) && nbN <= loN+2*workers; nbN++ {
+			nc := roundUp(ceilDiv(n, nbN), nr)
+			if ceilDiv(n, nc) != nbN {
+				continue
+			}
+			waves := ceilDiv(nbM*nbN, workers)
+			cost := float64(waves) * (float64(mc*nc) + packCost*float64(mc+nc))
+			if best < 0 || cost < best {
+				best, bestM, bestN = cost, nbM, nbN
+			}
+		}
+	}
+	p := blocking{m: m, n: n, k: k}
+	p.mc = roundUp(ceilDiv(m, bestM), mr)
+	p.nc = roundUp(ceilDiv(n, bestN), nr)
+	p.mBlocks, p.nBlocks = ceilDiv(m, p.mc), ceilDiv(n, p.nc)
+	p.kc = ceilDiv(k, ceilDiv(k, kcMax))
+	return p
+}
+
+type job struct {
+	p        blocking
+	tA, tB   bool
+	alpha    float64
+	a, b, c  []float64
+	lda, ldb int
+	ldc      int
+	next     atomic.Int64
+}
+
+type buffers struct {
+	a, b []float64
+	tile [mr * nr]float64
+}
+
+var bufPool = sync.Pool{New: func() any {
+	return &buffers{a: make([]float64, mcMax*kcMax), b: make([]float64, ncMax*kcMax)}
+}}
+
+// work takes tasks until none are left.
+func (j *job) work() {
+	buf := bufPool.Get().(*buffers)
+	defer bufPool.Put(buf)
+	tasks := int64(j.p.mBlocks * j.p.nBlocks)
+	for {
+		t := j.next.Add(1) - 1
+		if t >= tasks {
+			return
+		}
+		bi, bj := int(t)/j.p.nBlocks, int(t)%j.p.nBlocks
+		j.task(buf, bi*j.p.mc, bj*j.p.nc)
+	}
+}
+
+func (j *job) task(buf *buffers, i0, j0 int) {
+	p := j.p
+	mc, nc := min(p.mc, p.m-i0), min(p.nc, p.n-j0)
+	mcR, ncR := roundUp(mc, mr), roundUp(nc, nr)
+	if need := mcR * p.kc; len(buf.a) < need {
+		buf.a = make([]float64, need)
+	}
+	if need := ncR * p.kc; len(buf.b) < need {
+		buf.b = make([]float64, need)
+	}
+	for p0 := 0; p0 < p.k; p0 += p.kc {
+		kc := min(p.kc, p.k-p0)
+		j.packA(buf.a, i0, mc, p0, kc)
+		j.packB(buf.b, j0, nc, p0, kc)
+		for jr := 0; jr < nc; jr += nr {
+			bs := buf.b[jr*kc : (jr+nr)*kc]
+			cols := min(nr, nc-jr)
+			for ir := 0; ir < mc; ir += mr {
+				as := buf.a[ir*kc : (ir+mr)*kc]
+				rows := min(mr, mc-ir)
+				off := (i0+ir)*j.ldc + j0 + jr
+				if rows == mr && cols == nr {
+					microKernel(kc, as, bs, j.c[off:], j.ldc, j.alpha)
+					continue
+				}
+				// Edge tile: compute into a scratch tile, add the valid part.
+				clear(buf.tile[:])
+				microKernel(kc, as, bs, buf.tile[:], nr, j.alpha)
+				for r := 0; r < rows; r++ {
+					cr := j.c[off+r*j.ldc : off+r*j.ldc+cols]
+					for c := range cr {
+						cr[c] += buf.tile[r*nr+c]
+					}
+				}
+			}
+		}
+	}
+}
+
+// packA writes rows i0..i0+mc of op(A), columns p0..p0+kc, as slivers of
+// mr rows stored column by column (zero rows pad the last sliver). Rows of
+// the stored matrix are read in order: a strided walk down a column of a
+// 784-wide matrix misses the cache on every element.
+func (j *job) packA(dst []float64, i0, mc, p0, kc int) {
+	if rem := mc % mr; rem != 0 {
+		clear(dst[(mc-rem)*kc : (mc-rem+mr)*kc])
+	}
+	if j.tA { // op(A) row i is column i of A
+		for q := 0; q < kc; q++ {
+			src := j.a[(p0+q)*j.lda+i0 : (p0+q)*j.lda+i0+mc]
+			for s := 0; s < mc; s += mr {
+				end := min(s+mr, mc)
+				d := dst[s*kc+q*mr : s*kc+q*mr+end-s]
+				for r, v := range src[s:end] {
+					d[r] = v
+				}
+			}
+		}
+		return
+	}
+	for s := 0; s < mc; s += mr {
+		sl := dst[s*kc : (s+mr)*kc]
+		for r := 0; r < min(mr, mc-s); r++ {
+			i := i0 + s + r
+			for q, v := range j.a[i*j.lda+p0 : i*j.lda+p0+kc] {
+				sl[q*mr+r] = v
+			}
+		}
+	}
+}
+
+// packB writes rows p0..p0+kc of op(B), columns j0..j0+nc, as slivers of
+// nr columns stored row by row (zero columns pad the last sliver), reading
+// the stored matrix row by row for the same reason as packA.
+func (j *job) packB(dst []float64, j0, nc, p0, kc int) {
+	if rem := nc % nr; rem != 0 {
+		clear(dst[(nc-rem)*kc : (nc-rem+nr)*kc])
+	}
+	if !j.tB {
+		full := nc - nc%nr
+		for q := 0; q < kc; q++ {
+			src := j.b[(p0+q)*j.ldb+j0 : (p0+q)*j.ldb+j0+nc]
+			for s := 0; s < full; s += nr {
+				copy8(dst[s*kc+q*nr:s*kc+q*nr+nr], src[s:s+nr])
+			}
+			if full < nc {
+				copy8(dst[full*kc+q*nr:full*kc+q*nr+nc-full], src[full:])
+			}
+		}
+		return
+	}
+	for c := 0; c < nc; c++ { // op(B) column c is row c of B
+		s, cc := c-c%nr, c%nr
+		sl := dst[s*kc : (s+nr)*kc]
+		for q, v := range j.b[(j0+c)*j.ldb+p0 : (j0+c)*j.ldb+p0+kc] {
+			sl[q*nr+cc] = v
+		}
+	}
+}
+
+// copy8 copies up to 8 elements; the runtime's memmove costs more than the
+// copy itself at this length.
+func copy8(dst, src []float64) {
+	if len(src) == 8 && len(dst) == 8 {
+		dst[0], dst[1], dst[2], dst[3] = src[0], src[1], src[2], src[3]
+		dst[4], dst[5], dst[6], dst[7] = src[4], src[5], src[6], src[7]
+		return
+	}
+	for i, v := range src {
+		dst[i] = v
+	}
+}

@@ -1,0 +1,270 @@
+package gemm
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// naive is the definition, in the obvious loop order.
+func naive(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s float64
+			for p := 0; p < k; p++ {
+				var av, bv float64
+				if tA {
+					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
+				}
+				if tB {
+					bv = b[j*ldb+p]
+				} else {
+					bv = b[p*ldb+j]
+				}
+				s += av * bv
+			}
+			if beta == 0 {
+				c[i*ldc+j] = alpha * s
+			} else {
+				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+			}
+		}
+	}
+}
+
+func randSlice(r *rand.Rand, n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = r.NormFloat64()
+	}
+	return s
+}
+
+// kernels runs f with each micro-kernel this machine can execute.
+func kernels(t *testing.T, f func(t *testing.T)) {
+	saved := microKernel
+	defer func() { microKernel = saved }()
+	t.Run("go", func(t *testing.T) { microKernel = goKernel; f(t) })
+	if KernelName != "go" {
+		t.Run(KernelName, func(t *testing.T) { microKernel = saved; f(t) })
+	}
+}
+
+func TestDgemmMatchesDefinition(t *testing.T) {
+	sizes := []int{1, 2, 5, 6, 7, 8, 9, 13, 17, 48, 97, 100, 255, 257, 300}
+	kernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(1, 2))
+		for trial := 0; trial < 300; trial++ {
+			m, n, k := sizes[r.IntN(len(sizes))], sizes[r.IntN(len(sizes))], sizes[r.IntN(len(sizes))]
+			if trial < 4 { // exercise the multi-block, multi-k, parallel paths
+				m, n, k = 400, 1100, 600
+				if trial%2 == 1 {
+					m, n = 13, 2100
+				}
+			}
+			tA, tB := r.IntN(2) == 1, r.IntN(2) == 1
+			ar, ac := m, k
+			if tA {
+				ar, ac = k, m
+			}
+			br, bc := k, n
+			if tB {
+				br, bc = n, k
+			}
+			lda, ldb, ldc := ac+r.IntN(3), bc+r.IntN(3), n+r.IntN(3)
+			a, b := randSlice(r, ar*lda), randSlice(r, br*ldb)
+			c := randSlice(r, m*ldc)
+			alpha := []float64{1, -2, 0.5}[r.IntN(3)]
+			beta := []float64{0, 1, -0.75}[r.IntN(3)]
+			want := append([]float64(nil), c...)
+			if beta == 0 {
+				for i := range c {
+					c[i] = math.NaN() // must not be read
+				}
+			}
+			naive(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, want, ldc)
+			Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					got, w := c[i*ldc+j], want[i*ldc+j]
+					if math.Abs(got-w) > 1e-12*float64(k)*(1+math.Abs(w)) || math.IsNaN(got) {
+						t.Fatalf("trial %d (m,n,k)=(%d,%d,%d) tA=%v tB=%v α=%g β=%g: C[%d,%d]=%g, want %g",
+							trial, m, n, k, tA, tB, alpha, beta, i, j, got, w)
+					}
+				}
+				// Padding columns between n and ldc are untouched.
+				for j := n; j < ldc; j++ {
+					if c[i*ldc+j] != want[i*ldc+j] && !(beta == 0 && math.IsNaN(c[i*ldc+j])) {
+						t.Fatalf("trial %d: padding C[%d,%d] written", trial, i, j)
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestImplementationPanicsLikeGonum(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("short C: want a panic")
+		}
+	}()
+	Implementation{}.Dgemm(blas.NoTrans, blas.NoTrans, 100, 100, 100, 1,
+		make([]float64, 100*100), 100, make([]float64, 100*100), 100, 0, make([]float64, 10), 100)
+}
+
+func TestImplementationThroughBlas64(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	m, n, k := 200, 100, 784
+	a, b := randSlice(r, m*k), randSlice(r, n*k)
+	got, want := make([]float64, m*n), make([]float64, m*n)
+	gonum.Implementation{}.Dgemm(blas.NoTrans, blas.Trans, m, n, k, 1, a, k, b, k, 0, want, n)
+	Implementation{}.Dgemm(blas.NoTrans, blas.Trans, m, n, k, 1, a, k, b, k, 0, got, n)
+	for i := range got {
+		if math.Abs(got[i]-want[i]) > 1e-10 {
+			t.Fatalf("C[%d] = %g, gonum %g", i, got[i], want[i])
+		}
+	}
+	_ = blas64.Implementation // Implementation satisfies blas.Float64:
+	var _ blas.Float64 = Implementation{}
+}
+
+// The MNIST step's products: K(Z,X) (M×d by d×B), its gradient with
+// respect to Z (M×B by B×d) and with respect to X (B×M by M×d).
+var benchShapes = []struct {
+	name    string
+	tA, tB  bool
+	m, n, k int
+}{
+	{"ZXt_100x200x784", false, true, 100, 200, 784},
+	{"GX_100x784x200", false, false, 100, 784, 200},
+	{"GtZ_200x784x100", true, false, 200, 784, 100},
+	{"stacked_1000x200x784", false, true, 1000, 200, 784},
+}
+
+func benchGemm(bm *testing.B, impl blas.Float64) {
+	for _, s := range benchShapes {
+		bm.Run(s.name, func(bm *testing.B) {
+			r := rand.New(rand.NewPCG(5, 6))
+			a, b, c := randSlice(r, s.m*s.k), randSlice(r, s.k*s.n), make([]float64, s.m*s.n)
+			lda, ldb := s.k, s.n
+			ta, tb := blas.NoTrans, blas.NoTrans
+			if s.tA {
+				ta, lda = blas.Trans, s.m
+			}
+			if s.tB {
+				tb, ldb = blas.Trans, s.k
+			}
+			bm.ResetTimer()
+			for range bm.N {
+				impl.Dgemm(ta, tb, s.m, s.n, s.k, 1, a, lda, b, ldb, 0, c, s.n)
+			}
+			bm.ReportMetric(float64(s.m*s.n*s.k)*float64(bm.N)/bm.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
+	}
+}
+
+func BenchmarkDgemm(b *testing.B)      { benchGemm(b, Implementation{}) }
+func BenchmarkGonumDgemm(b *testing.B) { benchGemm(b, gonum.Implementation{}) }
+
+func TestDtrsmMatchesGonum(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for trial := 0; trial < 80; trial++ {
+		m := []int{33, 64, 65, 100, 150}[r.IntN(5)]
+		n := []int{1, 7, 100, 200}[r.IntN(4)]
+		ul := []blas.Uplo{blas.Lower, blas.Upper}[r.IntN(2)]
+		tA := []blas.Transpose{blas.NoTrans, blas.Trans}[r.IntN(2)]
+		d := []blas.Diag{blas.NonUnit, blas.Unit}[r.IntN(2)]
+		alpha := []float64{1, -0.5}[r.IntN(2)]
+		lda, ldb := m+r.IntN(3), n+r.IntN(3)
+		a := randSlice(r, m*lda)
+		for i := 0; i < m; i++ { // a well-conditioned triangle
+			a[i*lda+i] = 2 + r.Float64()
+			for j := 0; j < m; j++ {
+				if j != i {
+					a[i*lda+j] *= 0.3 / math.Sqrt(float64(m))
+				}
+			}
+		}
+		b := randSlice(r, m*ldb)
+		want := append([]float64(nil), b...)
+		gonum.Implementation{}.Dtrsm(blas.Left, ul, tA, d, m, n, alpha, a, lda, want, ldb)
+		Implementation{}.Dtrsm(blas.Left, ul, tA, d, m, n, alpha, a, lda, b, ldb)
+		for i := range b {
+			if math.Abs(b[i]-want[i]) > 1e-11*(1+math.Abs(want[i])) {
+				t.Fatalf("trial %d m=%d n=%d %v %v %v: X[%d]=%g, gonum %g", trial, m, n, ul, tA, d, i, b[i], want[i])
+			}
+		}
+	}
+}
+
+func BenchmarkDtrsm(bm *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	m, n := 100, 200
+	a := randSlice(r, m*m)
+	for i := 0; i < m; i++ {
+		a[i*m+i] = 3
+	}
+	b := randSlice(r, m*n)
+	for _, impl := range []struct {
+		name string
+		f    blas.Float64
+	}{{"gpc", Implementation{}}, {"gonum", gonum.Implementation{}}} {
+		bm.Run(impl.name, func(bm *testing.B) {
+			for range bm.N {
+				impl.f.Dtrsm(blas.Left, blas.Lower, blas.NoTrans, blas.NonUnit, m, n, 1, a, m, b, n)
+			}
+		})
+	}
+}
+
+// The n=1, m=1 and k=1 products go to level-2 routines; every stride and
+// transpose combination must still be the definition.
+func TestImplementationDegenerateShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for trial := 0; trial < 200; trial++ {
+		m, n, k := 1+r.IntN(300), 1+r.IntN(300), 1+r.IntN(300)
+		switch trial % 3 {
+		case 0:
+			n = 1
+		case 1:
+			m = 1
+		default:
+			k = 1
+		}
+		m, n, k = max(m, 1), max(n, 1), max(k, 1)
+		tA, tB := r.IntN(2) == 1, r.IntN(2) == 1
+		ar, ac := m, k
+		if tA {
+			ar, ac = k, m
+		}
+		br, bc := k, n
+		if tB {
+			br, bc = n, k
+		}
+		lda, ldb, ldc := ac+r.IntN(3), bc+r.IntN(3), n+r.IntN(3)
+		a, b, c := randSlice(r, ar*lda), randSlice(r, br*ldb), randSlice(r, m*ldc)
+		alpha, beta := []float64{1, -1.5}[r.IntN(2)], []float64{0, 1, 0.5}[r.IntN(3)]
+		want := append([]float64(nil), c...)
+		naive(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, want, ldc)
+		ta, tb := blas.NoTrans, blas.NoTrans
+		if tA {
+			ta = blas.Trans
+		}
+		if tB {
+			tb = blas.Trans
+		}
+		Implementation{}.Dgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		for i := range c {
+			if math.Abs(c[i]-want[i]) > 1e-11*(1+math.Abs(want[i])) {
+				t.Fatalf("trial %d (m,n,k)=(%d,%d,%d) tA=%v tB=%v: C[%d]=%g, want %g", trial, m, n, k, tA, tB, i, c[i], want[i])
+			}
+		}
+	}
+}
