@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -27,7 +28,10 @@ func TestSqDist(t *testing.T) {
 		X, Z := matrix(g, "X", 3, 2, randMat(rng, 3, 2)...), matrix(g, "Z", 4, 2, randMat(rng, 4, 2)...)
 		return nonlinearCost(t, rng, must(SqDist(X, Z))), G.Nodes{X, Z}
 	})
-	// The same node on both sides, as in K(Z, Z).
+	// The same node on both sides, as in K(Z, Z): the unary op.
+	if op := must(SqDist(g.ByName("X")[0], g.ByName("X")[0])).Op(); fmt.Sprintf("%T", op) != "graph.sqDistSelfOp" {
+		t.Fatalf("SqDist(X, X) built %T, want sqDistSelfOp", op)
+	}
 	checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
 		Z := matrix(g, "Z", 4, 2, randMat(rng, 4, 2)...)
 		return nonlinearCost(t, rng, must(SqDist(Z, Z))), G.Nodes{Z}

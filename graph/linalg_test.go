@@ -265,3 +265,33 @@ func TestMatMulGrad(t *testing.T) {
 		return nonlinearCost(t, rng, must(Outer(a, b))), G.Nodes{a, b}
 	})
 }
+
+// MatMul(A, A, false, true) becomes the unary Gram op, whose reverse pass
+// folds both sides into one product: value and gradients at both orders.
+func TestGramGrad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	av := randMat(rng, 4, 3)
+	g := G.NewGraph()
+	A := matrix(g, "A", 4, 3, av...)
+	K := must(MatMul(A, A, false, true))
+	if _, ok := K.Op().(gramOp); !ok {
+		t.Fatalf("MatMul(A, A, false, true) built %T, want gramOp", K.Op())
+	}
+	p := run(t, g, K)
+	k, _ := p.Float64s(K)
+	for i := 0; i < 4; i++ {
+		for j := 0; j < 4; j++ {
+			var want float64
+			for q := 0; q < 3; q++ {
+				want += av[3*i+q] * av[3*j+q]
+			}
+			if math.Abs(k[4*i+j]-want) > 1e-12 {
+				t.Fatalf("K[%d,%d] = %v, want %v", i, j, k[4*i+j], want)
+			}
+		}
+	}
+	checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		A := matrix(g, "A", 4, 3, randMat(rng, 4, 3)...)
+		return nonlinearCost(t, rng, must(MatMul(A, A, false, true))), G.Nodes{A}
+	})
+}

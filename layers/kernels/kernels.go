@@ -179,6 +179,14 @@ func (a ARD) weightedDot(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 		return nil, err
 	}
 	e := &graph.Chain{}
+	if x == z {
+		// Z·diag(w)·Zᵀ = (Z⊙√w)(Z⊙√w)ᵀ: one node on both sides makes
+		// graph.MatMul a Gram product, whose reverse pass is one product
+		// instead of two.
+		sw := e.Do(G.Sqrt(w))
+		zs := e.Do(G.HadamardProd(z, e.Do(graph.BroadcastTo(sw, z.Shape(), []int{0}))))
+		return e.Do(graph.MatMul(zs, zs, false, true)), e.Err
+	}
 	// Weight the side with fewer rows: the inducing points (M×D) rather than
 	// a batch of data (B×D), whose weighted copy would need its own gradient.
 	if x.Shape()[0] < z.Shape()[0] {
