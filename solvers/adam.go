@@ -119,14 +119,19 @@ func (a *Adam) Step(params []Param, grads [][]float64) error {
 	// would depend on how long ago training started.
 	bc1 := 1 - math.Pow(a.beta1, float64(a.t))
 	bc2 := 1 - math.Pow(a.beta2, float64(a.t))
+	// lr·m̂/(√v̂+ε) with the bias corrections folded into two constants:
+	// one division and one square root per element instead of three and one
+	// (Adam was 5% of the MNIST step).
+	step, rb2 := a.lr/bc1, 1/math.Sqrt(bc2)
+	b1, b2 := a.beta1, a.beta2
 	for i, p := range params {
-		m, v, g := a.m[i], a.v[i], grads[i]
-		for j := range p.Data {
-			m[j] = a.beta1*m[j] + (1-a.beta1)*g[j]
-			v[j] = a.beta2*v[j] + (1-a.beta2)*g[j]*g[j]
-			mhat := m[j] / bc1
-			vhat := v[j] / bc2
-			p.Data[j] -= a.lr * mhat / (math.Sqrt(vhat) + a.eps)
+		x := p.Data
+		m, v, g := a.m[i][:len(x)], a.v[i][:len(x)], grads[i][:len(x)]
+		for j, gj := range g {
+			mj := b1*m[j] + (1-b1)*gj
+			vj := b2*v[j] + (1-b2)*gj*gj
+			m[j], v[j] = mj, vj
+			x[j] -= step * mj / (math.Sqrt(vj)*rb2 + a.eps)
 		}
 	}
 	return nil

@@ -18,7 +18,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 on random data of the shape of one of the paper's timing configurations:
 waveform (batch 50, M = 50, C = 3, d = 21, SE kernel) or mnist (batch 200,
 M = 100, C = 10, d = 784, polynomial kernel). Prints milliseconds per
-iteration per model and, for --model all, the ratio to MGP.`)
+iteration per model and, for --model all, the ratio to MGP; then the
+multiply-adds of the iteration's matrix products (machine-independent: the
+ratio that time ratios tend to once products dominate) and the rate achieved.`)
 	model := f.String("model", "all", "model `NAME`: "+kindList()+" or all")
 	config := f.String("config", "waveform", "`configuration`: waveform or mnist")
 	iters := f.Int("iters", 20, "timed `iterations` per model (after 2 warm-up iterations)")
@@ -44,30 +46,33 @@ iteration per model and, for --model all, the ratio to MGP.`)
 	// Rows are printed as each model finishes, so the columns have fixed widths.
 	all := *model == "all"
 	if all {
-		fmt.Fprintf(stdout, "%-9s  %9s  %12s\n", "model", "ms/iter", "ratio to mgp")
+		fmt.Fprintf(stdout, "%-9s  %9s  %12s  %10s  %10s  %8s\n", "model", "ms/iter", "ratio to mgp", "GMAC/iter", "MAC ratio", "GMAC/s")
 	} else {
-		fmt.Fprintf(stdout, "%-9s  %9s\n", "model", "ms/iter")
+		fmt.Fprintf(stdout, "%-9s  %9s  %10s  %8s\n", "model", "ms/iter", "GMAC/iter", "GMAC/s")
 	}
-	var base float64
+	var base, baseMACs float64
 	for _, k := range kinds {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("interrupted")
 		}
-		ms, err := models.BenchStep(k, *config, *iters)
+		st, err := models.Bench(k, *config, *iters)
 		if err != nil {
 			return fmt.Errorf("%s: %w", k, err)
 		}
+		ms, gmac := st.Milliseconds, float64(st.MultiplyAdds)/1e9
 		if k == models.MGP {
-			base = ms
+			base, baseMACs = ms, gmac
 		}
+		rate := gmac / (ms / 1000)
 		if all {
-			ratio := "-"
+			ratio, macRatio := "-", "-"
 			if base > 0 {
 				ratio = fmt.Sprintf("%.2f", ms/base)
+				macRatio = fmt.Sprintf("%.2f", gmac/baseMACs)
 			}
-			fmt.Fprintf(stdout, "%-9s  %9.2f  %12s\n", k, ms, ratio)
+			fmt.Fprintf(stdout, "%-9s  %9.2f  %12s  %10.3f  %10s  %8.2f\n", k, ms, ratio, gmac, macRatio, rate)
 		} else {
-			fmt.Fprintf(stdout, "%-9s  %9.2f\n", k, ms)
+			fmt.Fprintf(stdout, "%-9s  %9.2f  %10.3f  %8.2f\n", k, ms, gmac, rate)
 		}
 	}
 	return nil
