@@ -1,3 +1,5 @@
+//go:build !purego
+
 package gemm
 
 // cpuid and xgetbv are in cpu_amd64.s.

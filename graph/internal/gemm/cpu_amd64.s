@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // func cpuid(eax, ecx uint32) (a, b, c, d uint32)

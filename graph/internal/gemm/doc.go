@@ -7,4 +7,5 @@
 // pure-Go Dgemm (SSE2 dot/axpy loops) peaks near 3 G multiply-adds/s on
 // two cores. Implementation plugs this Dgemm into gonum's blas64 (and
 // hence into every gpc op and Gorgonia's own products) without cgo.
+// The purego build tag disables the assembly.
 package gemm

@@ -14,9 +14,10 @@ const (
 	kcMax = 256
 	mcMax = 120
 	ncMax = 1024
-	// Below this many multiply-adds one goroutine is faster than two.
-	parallelMin = 1 << 17
 )
+
+// Below parallelMin multiply-adds one goroutine is faster than two.
+var parallelMin = 1 << 17
 
 // KernelName names the micro-kernel chosen for this CPU: "avx2-fma" or "go".
 var KernelName = "go"

@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // One packed step: rows r<6 of A (broadcast) times the 8 columns of B,
