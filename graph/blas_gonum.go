@@ -19,6 +19,13 @@ func init() {
 }
 
 // BLAS names the BLAS implementation in use: gonum with gpc's Dgemm by
-// default ("gonum+gemm/avx2-fma", or "gonum+gemm/go" on CPUs without
-// AVX2/FMA), OpenBLAS when built with the openblas tag.
-var BLAS = "gonum+gemm/" + gemm.KernelName
+// default ("gonum+gemm/avx2-fma"; plain "gonum" on CPUs without AVX2/FMA
+// or with the purego tag), OpenBLAS when built with the openblas tag.
+var BLAS = blasName()
+
+func blasName() string {
+	if gemm.KernelName == "go" {
+		return "gonum"
+	}
+	return "gonum+gemm/" + gemm.KernelName
+}

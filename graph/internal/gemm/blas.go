@@ -9,14 +9,17 @@ import (
 // than it saves and gonum's direct loops are used.
 const smallMin = 4096
 
-// Implementation is gonum's pure-Go BLAS with Dgemm replaced by this
-// package's. Install it with blas64.Use(gemm.Implementation{}).
+// Implementation is gonum's pure-Go BLAS with Dgemm and left-side Dtrsm
+// replaced by this package's when the assembly micro-kernel can run
+// (KernelName "avx2-fma"); otherwise it is gonum's, whose dot/axpy loops
+// beat the portable Go micro-kernel by 2×. Install it with
+// blas64.Use(gemm.Implementation{}).
 type Implementation struct{ gonum.Implementation }
 
 // Dgemm computes C = alpha·op(A)·op(B) + beta·C (row-major), with the same
 // argument checks and panics as gonum.
 func (impl Implementation) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	if m*n*k < smallMin || !valid(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc) {
+	if KernelName == "go" || m*n*k < smallMin || !valid(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc) {
 		// gonum handles the small cases well and raises the standard
 		// panics for invalid arguments.
 		impl.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)

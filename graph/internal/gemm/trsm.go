@@ -12,7 +12,7 @@ const trsmBlock = 32
 // its axpy speed, ~1 G multiply-adds/s, and was 20% of the MNIST step.
 // Right-side solves are left to gonum.
 func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
-	if s != blas.Left || m <= trsmBlock || m*m*n < 2*smallMin ||
+	if KernelName == "go" || s != blas.Left || m <= trsmBlock || m*m*n < 2*smallMin ||
 		(ul != blas.Upper && ul != blas.Lower) || (tA != blas.NoTrans && tA != blas.Trans && tA != blas.ConjTrans) ||
 		(d != blas.Unit && d != blas.NonUnit) || n < 0 || lda < max(1, m) || ldb < max(1, n) ||
 		len(a) < lda*(m-1)+m || len(b) < ldb*(m-1)+n {
