@@ -236,3 +236,112 @@ func TestSyntheticGP(t *testing.T) {
 		t.Error("noisy split should keep labels, change inputs and record the variance")
 	}
 }
+
+// nnAgreement is the fraction of points whose nearest neighbour (Euclidean,
+// all dimensions) has the same label: a label-smoothness measure that needs
+// no access to the latent functions.
+func nnAgreement(ds *Dataset) float64 {
+	agree := 0
+	for i := range ds.N {
+		best, bd := -1, math.Inf(1)
+		for j := range ds.N {
+			if j == i {
+				continue
+			}
+			var d float64
+			for k := range ds.D {
+				x := ds.Row(i)[k] - ds.Row(j)[k]
+				d += x * x
+			}
+			if d < bd {
+				best, bd = j, d
+			}
+		}
+		if ds.Y[best] == ds.Y[i] {
+			agree++
+		}
+	}
+	return float64(agree) / float64(ds.N)
+}
+
+func TestSyntheticLengthscaleScaling(t *testing.T) {
+	want := map[LengthscaleScaling][3]float64{ // ℓ_j at D = 2, 5, 10
+		"":                 {2, 2, 2},
+		LengthscaleFixed:   {2, 2, 2},
+		LengthscaleSqrtD:   {2, 5, 10},
+		LengthscaleLinearD: {2, 12.5, 50},
+	}
+	for sc, w := range want {
+		for k, d := range []int{2, 5, 10} {
+			got, err := SyntheticOptions{Scaling: sc}.SqLengthscaleFor(d)
+			if err != nil || got != w[k] {
+				t.Errorf("scaling %q, D = %d: ℓ_j = %v (%v), want %v", sc, d, got, err, w[k])
+			}
+		}
+	}
+	if got, _ := (SyntheticOptions{SqLengthscale: 3, Scaling: LengthscaleLinearD}).SqLengthscaleFor(4); got != 12 {
+		t.Errorf("linear-d with ℓ = 3 at D = 4: %v, want 3·2² = 12", got)
+	}
+	if _, err := SyntheticGP(20, 3, 3, 1, SyntheticOptions{Scaling: "cubic"}); err == nil {
+		t.Error("unknown scaling accepted")
+	}
+
+	// D = 2: every rule draws exactly the §5.2 problem, so Tables 2/3 and
+	// the D = 2 rows of Tables 13/14 are the same problems.
+	base, err := SyntheticGP(200, 2, 3, 4, SyntheticOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range LengthscaleScalings() {
+		ds, err := SyntheticGP(200, 2, 3, 4, SyntheticOptions{Scaling: sc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ds.X, base.X) || !slices.Equal(ds.Y, base.Y) {
+			t.Errorf("scaling %q changes the D = 2 problem", sc)
+		}
+	}
+
+	// D = 10: the rule is wired into the sampler (same draw as an explicit
+	// ℓ_j = 50), inputs are unchanged (separate stream), and the labels get
+	// smoother: with ℓ_j fixed, neighbours in 10-D are nearly uncorrelated
+	// (agreement near chance, 1/3), with linear-d most neighbours agree.
+	const n, d = 300, 10
+	fixed, err := SyntheticGP(n, d, 3, 5, SyntheticOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin, err := SyntheticGP(n, d, 3, 5, SyntheticOptions{Scaling: LengthscaleLinearD})
+	if err != nil {
+		t.Fatal(err)
+	}
+	explicit, _ := SyntheticGP(n, d, 3, 5, SyntheticOptions{SqLengthscale: 50})
+	if !slices.Equal(lin.Y, explicit.Y) {
+		t.Error("linear-d at D = 10 differs from an explicit ℓ_j = 50")
+	}
+	if !slices.Equal(lin.X, fixed.X) {
+		t.Error("the scaling rule changed the inputs; it should change only the latent functions")
+	}
+	if slices.Equal(lin.Y, fixed.Y) {
+		t.Error("linear-d at D = 10 gave the same labels as the fixed rule")
+	}
+	aFixed, aLin := nnAgreement(fixed), nnAgreement(lin)
+	t.Logf("D = 10 nearest-neighbour label agreement: fixed %.3f, linear-d %.3f", aFixed, aLin)
+	if aFixed > 0.6 || aLin < 0.75 {
+		t.Errorf("D = 10 nearest-neighbour agreement: fixed %.3f (want ≤ 0.6), linear-d %.3f (want ≥ 0.75)", aFixed, aLin)
+	}
+
+	// Seeded reproducibility with a scaling rule, including the split.
+	again, _ := SyntheticGP(n, d, 3, 5, SyntheticOptions{Scaling: LengthscaleLinearD})
+	if !slices.Equal(again.X, lin.X) || !slices.Equal(again.Y, lin.Y) {
+		t.Error("SyntheticGP with linear-d is not deterministic")
+	}
+	s1, err := SyntheticSplitProblem(100, 50, 5, 3, 0.25, 6, SyntheticOptions{Scaling: LengthscaleSqrtD})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := SyntheticSplitProblem(100, 50, 5, 3, 0.25, 6, SyntheticOptions{Scaling: LengthscaleSqrtD})
+	if !slices.Equal(s1.Train.X, s2.Train.X) || !slices.Equal(s1.Test.Y, s2.Test.Y) {
+		t.Error("SyntheticSplitProblem with a scaling rule is not deterministic")
+	}
+}

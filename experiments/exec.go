@@ -113,7 +113,8 @@ func (e *env) prepare(r Run) (*split, error) {
 			if c == 0 {
 				c = 3
 			}
-			sp, err := datasets.SyntheticSplitProblem(b.NTrain, b.NTest, d, c, st.Noise, seed, datasets.SyntheticOptions{})
+			sp, err := datasets.SyntheticSplitProblem(b.NTrain, b.NTest, d, c, st.Noise, seed,
+				datasets.SyntheticOptions{Scaling: datasets.LengthscaleScaling(st.LengthscaleScaling)})
 			if err != nil {
 				return nil, err
 			}

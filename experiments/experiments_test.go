@@ -93,6 +93,10 @@ func TestStrictYAMLErrorsHaveLines(t *testing.T) {
 		{strings.Replace(miniSpec, `values: ["1±0.1", "2"]`, `values: ["x", "2"]`, 1), "mini.yaml:19:"},
 		{strings.Replace(miniSpec, "{name: b, noise: 0.2}", "{name: a, noise: 0.2}", 1), "mini.yaml:10:"},
 		{strings.Replace(miniSpec, "family: toy1d", "family: toys", 1), "mini.yaml:4:"},
+		// lengthscale_scaling: only for the synthetic family, only known rules.
+		{strings.Replace(miniSpec, "{name: b, noise: 0.2}", "{name: b, noise: 0.2, lengthscale_scaling: linear-d}", 1), "mini.yaml:10:48: lengthscale_scaling"},
+		{strings.NewReplacer("family: toy1d", "family: synthetic", "{name: b, noise: 0.2}",
+			"{name: b, noise: 0.2, lengthscale_scaling: cubic}").Replace(miniSpec), "mini.yaml:10:48: lengthscale_scaling \"cubic\""},
 	}
 	for i, c := range cases {
 		_, err := ParseSpec("mini.yaml", []byte(c.edit))
@@ -102,6 +106,35 @@ func TestStrictYAMLErrorsHaveLines(t *testing.T) {
 	}
 	if _, err := ParseSpec("mini.yaml", []byte(miniSpec)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLengthscaleScalingKeys checks that the synthetic generator option is
+// part of the run key (results of one generator are never resumed as those
+// of another) while settings without it keep the keys they had before the
+// option existed, so earlier results.jsonl files still resume.
+func TestLengthscaleScalingKeys(t *testing.T) {
+	if b, _ := json.Marshal(Setting{Name: "a", D: 5}); strings.Contains(string(b), "lengthscale") {
+		t.Errorf("a setting without lengthscale_scaling hashes a new field: %s", b)
+	}
+	syn := strings.Replace(miniSpec, "family: toy1d", "family: synthetic", 1)
+	plain, err := ParseSpec("mini.yaml", []byte(syn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled, err := ParseSpec("mini.yaml", []byte(strings.Replace(syn, "{name: a, noise: 0.1}", "{name: a, noise: 0.1, lengthscale_scaling: linear-d}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scaled.Settings[0].LengthscaleScaling; got != "linear-d" {
+		t.Fatalf("parsed lengthscale_scaling %q", got)
+	}
+	a, b := Expand(plain), Expand(scaled)
+	if a[0].Key == b[0].Key {
+		t.Error("lengthscale_scaling does not change the run key")
+	}
+	if last := len(a) - 1; a[last].Key != b[last].Key {
+		t.Errorf("an unscaled setting's key changed: %s vs %s", a[last].Key, b[last].Key)
 	}
 }
 

@@ -26,6 +26,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpc-dev/gpc/datasets"
 )
 
 // Spec is one experiment specification (one YAML file). Every field maps
@@ -126,6 +128,13 @@ type Setting struct {
 	D      int `yaml:"d" json:"d"`
 	C      int `yaml:"c" json:"c"`
 	NTrain int `yaml:"n_train" json:"n_train"`
+	// LengthscaleScaling is the synthetic generator's rule for the squared
+	// length-scale as D grows (datasets.LengthscaleScaling: fixed, sqrt-d
+	// or linear-d; empty means fixed, §5.2 as written). It lives on the
+	// setting, not the protocol, so that it is part of the run key: results
+	// of one generator are never resumed as results of another. omitempty
+	// keeps the keys of settings that do not use it unchanged.
+	LengthscaleScaling string `yaml:"lengthscale_scaling" json:"lengthscale_scaling,omitempty"`
 	// Columns selects the astrophysics inputs: table9 (6) or b4 (4).
 	Columns string `yaml:"columns" json:"columns"`
 	// Selection is the active-learning rule: entropy or random.
@@ -370,6 +379,10 @@ func (s *Spec) validate() error {
 			return s.errAt(at, "d, c and n_train must be ≥ 0")
 		case st.C == 1:
 			return s.errAt(append(at, "c"), "c = 1: need at least 2 classes")
+		case st.LengthscaleScaling != "" && s.Family != "synthetic":
+			return s.errAt(append(at, "lengthscale_scaling"), "lengthscale_scaling applies to the synthetic family only")
+		case !slices.Contains(datasets.LengthscaleScalings(), datasets.LengthscaleScaling(st.LengthscaleScaling)) && st.LengthscaleScaling != "":
+			return s.errAt(append(at, "lengthscale_scaling"), "lengthscale_scaling %q: want one of %v", st.LengthscaleScaling, datasets.LengthscaleScalings())
 		case st.Columns != "" && st.Columns != "table9" && st.Columns != "b4":
 			return s.errAt(append(at, "columns"), "columns %q: want table9 or b4", st.Columns)
 		case st.Selection != "" && st.Selection != "entropy" && st.Selection != "random":
