@@ -2,15 +2,15 @@ package gemm
 
 import "gonum.org/v1/gonum/blas"
 
-// trsmBlock is the diagonal block solved by substitution; everything off
-// the diagonal becomes a Dgemm update, which is where the time goes.
-const trsmBlock = 32
+// trsmBlock is the largest diagonal block solved by substitution;
+// everything off the diagonal becomes a Dgemm update.
+const trsmBlock = 16
 
 // Dtrsm solves op(T)·X = alpha·B (side Left) for X, overwriting B, by
-// blocked substitution: the off-diagonal work is done by this package's
-// Dgemm, the 32×32 diagonal blocks by gonum. gonum's own Dtrsm runs at
-// its axpy speed, ~1 G multiply-adds/s, and was 20% of the MNIST step.
-// Right-side solves are left to gonum.
+// recursive blocking: the off-diagonal work is done by this package's
+// Dgemm, diagonal blocks of at most 16 rows by gonum's substitution.
+// gonum's own Dtrsm runs at its axpy speed, 1–2 G multiply-adds/s, and was
+// a fifth of the MNIST step. Right-side solves are left to gonum.
 func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
 	if KernelName == "go" || s != blas.Left || m <= trsmBlock || m*m*n < 2*smallMin ||
 		(ul != blas.Upper && ul != blas.Lower) || (tA != blas.NoTrans && tA != blas.Trans && tA != blas.ConjTrans) ||
@@ -27,35 +27,47 @@ func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 			}
 		}
 	}
-	trans := tA != blas.NoTrans
-	// op(T) lower: forward substitution; op(T) upper: backward.
-	forward := (ul == blas.Lower) != trans
-	nb := ceilDiv(m, trsmBlock)
-	for step := 0; step < nb; step++ {
-		blk := step
-		if !forward {
-			blk = nb - 1 - step
+	impl.trsm(ul, tA != blas.NoTrans, d, m, n, a, lda, b, ldb)
+}
+
+// trsm solves op(T)·X = B in place by recursive halving: solve the first
+// half, subtract its contribution from the second with one Dgemm, solve the
+// second (the order reversed when op(T) is upper triangular). Only the
+// leaves' substitution, about trsmBlock/m of the work, runs at gonum's
+// speed.
+func (impl Implementation) trsm(ul blas.Uplo, trans bool, d blas.Diag, m, n int, a []float64, lda int, b []float64, ldb int) {
+	if m <= trsmBlock {
+		tA := blas.NoTrans
+		if trans {
+			tA = blas.Trans
 		}
-		i0 := blk * trsmBlock
-		ib := min(trsmBlock, m-i0)
-		bi := b[i0*ldb:]
-		// B_i −= op(T)[i, solved] · X[solved]
-		if forward && i0 > 0 {
-			if !trans { // T lower: the block row T[i0:i0+ib, 0:i0]
-				Dgemm(false, false, ib, n, i0, -1, a[i0*lda:], lda, b, ldb, 1, bi, ldb)
-			} else { // T upper, op(T) = Tᵀ: the block column T[0:i0, i0:i0+ib]
-				Dgemm(true, false, ib, n, i0, -1, a[i0:], lda, b, ldb, 1, bi, ldb)
-			}
-		}
-		if !forward && i0+ib < m {
-			rest := m - i0 - ib
-			xs := b[(i0+ib)*ldb:]
-			if !trans { // T upper: the block row T[i0:i0+ib, i0+ib:m]
-				Dgemm(false, false, ib, n, rest, -1, a[i0*lda+i0+ib:], lda, xs, ldb, 1, bi, ldb)
-			} else { // T lower, op(T) = Tᵀ: the block column T[i0+ib:m, i0:i0+ib]
-				Dgemm(true, false, ib, n, rest, -1, a[(i0+ib)*lda+i0:], lda, xs, ldb, 1, bi, ldb)
-			}
-		}
-		impl.Implementation.Dtrsm(blas.Left, ul, tA, d, ib, n, 1, a[i0*lda+i0:], lda, bi, ldb)
+		impl.Implementation.Dtrsm(blas.Left, ul, tA, d, m, n, 1, a, lda, b, ldb)
+		return
 	}
+	h := roundUp(m/2, mr) // a whole number of micro-kernel rows
+	if h >= m {
+		h = m / 2
+	}
+	r := m - h
+	b1, b2 := b, b[h*ldb:]
+	t11, t22 := a, a[h*lda+h:]
+	// op(T) = [A11 0; A21 A22] (forward) or [A11 A12; 0 A22] (backward).
+	forward := (ul == blas.Lower) != trans
+	if forward {
+		impl.trsm(ul, trans, d, h, n, t11, lda, b1, ldb)
+		if !trans { // A21 = T[h:m, 0:h]
+			Dgemm(false, false, r, n, h, -1, a[h*lda:], lda, b1, ldb, 1, b2, ldb)
+		} else { // A21 = T[0:h, h:m]ᵀ
+			Dgemm(true, false, r, n, h, -1, a[h:], lda, b1, ldb, 1, b2, ldb)
+		}
+		impl.trsm(ul, trans, d, r, n, t22, lda, b2, ldb)
+		return
+	}
+	impl.trsm(ul, trans, d, r, n, t22, lda, b2, ldb)
+	if !trans { // A12 = T[0:h, h:m]
+		Dgemm(false, false, h, n, r, -1, a[h:], lda, b2, ldb, 1, b1, ldb)
+	} else { // A12 = T[h:m, 0:h]ᵀ
+		Dgemm(true, false, h, n, r, -1, a[h*lda:], lda, b2, ldb, 1, b1, ldb)
+	}
+	impl.trsm(ul, trans, d, h, n, t11, lda, b1, ldb)
 }
