@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
@@ -28,30 +29,41 @@ var BenchConfigs = map[string]BenchConfig{
 
 // BenchStats is the cost of one training iteration.
 type BenchStats struct {
-	// Milliseconds is the mean wall time of an iteration.
+	// Milliseconds is the median wall time of an iteration.
 	Milliseconds float64
+	// Spread is the interquartile range of the iteration times divided by
+	// their median: how noisy the machine was.
+	Spread float64
 	// MultiplyAdds is the number of multiply-adds in the iteration's matrix
 	// products (graph.MultiplyAdds), independent of the machine.
 	MultiplyAdds int64
 }
 
-// BenchStep returns the mean milliseconds per training iteration (one ELBO
-// forward and backward pass and one Adam update) of a model on random data
-// of the configuration's shape, after two warm-up iterations. The noise
-// models learn their noise, as in the paper's MNIST runs.
+// BenchStep returns the median milliseconds per training iteration (one
+// ELBO forward and backward pass and one Adam update) of a model on random
+// data of the configuration's shape, after two warm-up iterations. The
+// noise models learn their noise, as in the paper's MNIST runs.
 func BenchStep(kind Kind, config string, iters int) (float64, error) {
-	st, err := Bench(kind, config, iters)
-	return st.Milliseconds, err
+	st, err := Bench([]Kind{kind}, config, iters)
+	if err != nil {
+		return 0, err
+	}
+	return st[0].Milliseconds, nil
 }
 
-// Bench is BenchStep with the iteration's multiply-add count.
-func Bench(kind Kind, config string, iters int) (BenchStats, error) {
+// Bench times several models on one configuration. The models are built
+// first and then stepped in turn, one iteration each per round, so that a
+// change in the machine's speed during the run (frequent on shared
+// machines: single-model runs gave MNIST ratios from 1.2 to 1.6 for the
+// same build) affects every model alike and the ratios of the medians are
+// stable.
+func Bench(kinds []Kind, config string, iters int) ([]BenchStats, error) {
 	cfg, ok := BenchConfigs[config]
 	if !ok {
-		return BenchStats{}, fmt.Errorf("models: unknown benchmark configuration %q (want waveform or mnist)", config)
+		return nil, fmt.Errorf("models: unknown benchmark configuration %q (want waveform or mnist)", config)
 	}
 	if iters < 1 {
-		return BenchStats{}, fmt.Errorf("models: %d benchmark iterations", iters)
+		return nil, fmt.Errorf("models: %d benchmark iterations", iters)
 	}
 	rng := rand.New(rand.NewPCG(1, 7))
 	ds := &datasets.Dataset{Name: cfg.Name, N: cfg.N, D: cfg.D, C: cfg.C, X: make([]float64, cfg.N*cfg.D), Y: make([]int, cfg.N)}
@@ -61,40 +73,80 @@ func Bench(kind Kind, config string, iters int) (BenchStats, error) {
 	for i := range ds.Y {
 		ds.Y[i] = rng.IntN(cfg.C)
 	}
+	batches, err := solvers.EpochBatches(cfg.N, cfg.B, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]*benchRun, len(kinds))
+	for i, kind := range kinds {
+		if runs[i], err = newBenchRun(kind, cfg, ds); err != nil {
+			return nil, fmt.Errorf("%s: %w", kind, err)
+		}
+	}
+	times := make([][]float64, len(kinds))
+	macs := make([]int64, len(kinds))
+	for it := -2; it < iters; it++ {
+		b := batches[(it+2)%len(batches)]
+		for i, r := range runs {
+			m0, t0 := graph.MultiplyAdds(), time.Now()
+			if err := r.step(b); err != nil {
+				return nil, fmt.Errorf("%s: %w", kinds[i], err)
+			}
+			if it >= 0 {
+				times[i] = append(times[i], float64(time.Since(t0).Nanoseconds())/1e6)
+				macs[i] += graph.MultiplyAdds() - m0
+			}
+		}
+	}
+	out := make([]BenchStats, len(kinds))
+	for i, t := range times {
+		sort.Float64s(t)
+		med := quantile(t, 0.5)
+		out[i] = BenchStats{
+			Milliseconds: med,
+			Spread:       (quantile(t, 0.75) - quantile(t, 0.25)) / med,
+			MultiplyAdds: macs[i] / int64(iters),
+		}
+	}
+	return out, nil
+}
+
+// quantile of sorted values, by linear interpolation.
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	lo := int(pos)
+	if lo+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	f := pos - float64(lo)
+	return sorted[lo]*(1-f) + sorted[lo+1]*f
+}
+
+// benchRun is one model's training step on the benchmark data.
+type benchRun struct {
+	obj    *objective
+	params []solvers.Param
+}
+
+func newBenchRun(kind Kind, cfg BenchConfig, ds *datasets.Dataset) (*benchRun, error) {
 	m, err := New(Options{Kind: kind, Inducing: cfg.M, Batch: cfg.B, Kernel: cfg.Kernel, LearnNoise: kind != MGP})
 	if err != nil {
-		return BenchStats{}, err
+		return nil, err
 	}
 	if err := m.initialize(ds, io.Discard); err != nil {
-		return BenchStats{}, err
+		return nil, err
 	}
 	obj, err := m.newObjective(ds)
 	if err != nil {
-		return BenchStats{}, err
+		return nil, err
 	}
-	params := obj.solverParams()
-	batches, err := solvers.EpochBatches(cfg.N, cfg.B, 1, 1)
+	return &benchRun{obj: obj, params: obj.solverParams()}, nil
+}
+
+func (r *benchRun) step(b solvers.Batch) error {
+	_, g, err := r.obj.Step(b)
 	if err != nil {
-		return BenchStats{}, err
+		return err
 	}
-	var start time.Time
-	var macs int64
-	for i := -2; i < iters; i++ {
-		if i == 0 {
-			start = time.Now()
-			macs = graph.MultiplyAdds()
-		}
-		b := batches[(i+2)%len(batches)]
-		_, g, err := obj.Step(b)
-		if err != nil {
-			return BenchStats{}, err
-		}
-		if err := obj.adam.Step(params, g); err != nil {
-			return BenchStats{}, err
-		}
-	}
-	return BenchStats{
-		Milliseconds: float64(time.Since(start).Microseconds()) / 1000 / float64(iters),
-		MultiplyAdds: (graph.MultiplyAdds() - macs) / int64(iters),
-	}, nil
+	return r.obj.adam.Step(r.params, g)
 }

@@ -17,10 +17,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		`Time one training iteration (ELBO forward and backward pass and an Adam step)
 on random data of the shape of one of the paper's timing configurations:
 waveform (batch 50, M = 50, C = 3, d = 21, SE kernel) or mnist (batch 200,
-M = 100, C = 10, d = 784, polynomial kernel). Prints milliseconds per
-iteration per model and, for --model all, the ratio to MGP; then the
-multiply-adds of the iteration's matrix products (machine-independent: the
-ratio that time ratios tend to once products dominate) and the rate achieved.`)
+M = 100, C = 10, d = 784, polynomial kernel). The models are built first and
+stepped in turn, so a drift in the machine's speed hits them alike. Prints
+the median milliseconds per iteration per model, the interquartile spread,
+the ratio to MGP when MGP is timed too, then the multiply-adds of the iteration's
+matrix products (machine-independent: the ratio that time ratios tend to
+once products dominate) and the rate achieved.`)
 	model := f.String("model", "all", "model `NAME`: "+kindList()+" or all")
 	config := f.String("config", "waveform", "`configuration`: waveform or mnist")
 	iters := f.Int("iters", 20, "timed `iterations` per model (after 2 warm-up iterations)")
@@ -42,37 +44,40 @@ ratio that time ratios tend to once products dominate) and the rate achieved.`)
 		return usagef("--iters %d: need at least 1 iteration", *iters)
 	}
 	cfg := models.BenchConfigs[*config]
-	fmt.Fprintf(stdout, "config %s: batch %d, M %d, C %d, d %d, %s kernel; %d iterations\n", cfg.Name, cfg.B, cfg.M, cfg.C, cfg.D, cfg.Kernel, *iters)
-	// Rows are printed as each model finishes, so the columns have fixed widths.
-	all := *model == "all"
+	fmt.Fprintf(stdout, "config %s: batch %d, M %d, C %d, d %d, %s kernel; %d iterations per model, models interleaved\n", cfg.Name, cfg.B, cfg.M, cfg.C, cfg.D, cfg.Kernel, *iters)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted")
+	}
+	stats, err := models.Bench(kinds, *config, *iters)
+	if err != nil {
+		return err
+	}
+	// Ratios are to MGP whenever it is among the models timed.
+	mgp := -1
+	for i, k := range kinds {
+		if k == models.MGP {
+			mgp = i
+		}
+	}
+	all := mgp >= 0 && len(kinds) > 1
 	if all {
-		fmt.Fprintf(stdout, "%-9s  %9s  %12s  %10s  %10s  %8s\n", "model", "ms/iter", "ratio to mgp", "GMAC/iter", "MAC ratio", "GMAC/s")
+		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %12s  %10s  %10s  %8s\n", "model", "ms/iter", "spread", "ratio to mgp", "GMAC/iter", "MAC ratio", "GMAC/s")
 	} else {
-		fmt.Fprintf(stdout, "%-9s  %9s  %10s  %8s\n", "model", "ms/iter", "GMAC/iter", "GMAC/s")
+		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %10s  %8s\n", "model", "ms/iter", "spread", "GMAC/iter", "GMAC/s")
 	}
 	var base, baseMACs float64
-	for _, k := range kinds {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("interrupted")
-		}
-		st, err := models.Bench(k, *config, *iters)
-		if err != nil {
-			return fmt.Errorf("%s: %w", k, err)
-		}
+	if all {
+		base, baseMACs = stats[mgp].Milliseconds, float64(stats[mgp].MultiplyAdds)/1e9
+	}
+	for i, k := range kinds {
+		st := stats[i]
 		ms, gmac := st.Milliseconds, float64(st.MultiplyAdds)/1e9
-		if k == models.MGP {
-			base, baseMACs = ms, gmac
-		}
 		rate := gmac / (ms / 1000)
+		spread := fmt.Sprintf("%.0f%%", 100*st.Spread)
 		if all {
-			ratio, macRatio := "-", "-"
-			if base > 0 {
-				ratio = fmt.Sprintf("%.2f", ms/base)
-				macRatio = fmt.Sprintf("%.2f", gmac/baseMACs)
-			}
-			fmt.Fprintf(stdout, "%-9s  %9.2f  %12s  %10.3f  %10s  %8.2f\n", k, ms, ratio, gmac, macRatio, rate)
+			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %12.2f  %10.3f  %10.2f  %8.2f\n", k, ms, spread, ms/base, gmac, gmac/baseMACs, rate)
 		} else {
-			fmt.Fprintf(stdout, "%-9s  %9.2f  %10.3f  %8.2f\n", k, ms, gmac, rate)
+			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %10.3f  %8.2f\n", k, ms, spread, gmac, rate)
 		}
 	}
 	return nil
