@@ -38,7 +38,9 @@ func firstOrder(b *variational.Built, x, noise *G.Node) (mu, v *G.Node, err erro
 		if err != nil {
 			return nil, nil, fmt.Errorf("models: ∂μ_%d/∂x: %w", c, err)
 		}
-		delta := e.Do(G.Sum(e.Do(G.HadamardProd(e.Do(G.Square(g[0])), noise)), 1))
+		// Δ_i = Σ_j g_ij² V_ij as one fused op (graph.RowSum3), whose
+		// adjoints stay fused at every order.
+		delta := e.Do(graph.RowSum3(g[0], g[0], noise, 1))
 		vs[c] = e.Do(G.Add(vs[c], delta))
 	}
 	if e.Err != nil {
