@@ -52,18 +52,42 @@ func Grad(cost *G.Node, wrt ...*G.Node) (G.Nodes, error) {
 // Backprop pulls the seeds (one per output, of the output's shape) back to
 // the nodes in wrt: it returns Σ_k J_kᵀ seed_k for each wrt node.
 func Backprop(outputs, seeds, wrt G.Nodes) (G.Nodes, error) {
+	return backprop(outputs, seeds, wrt, false)
+}
+
+// partials pulls seeds back to wrt treating the wrt nodes as independent
+// leaves (paths between them are not followed: the partial, not the total,
+// derivatives), with a nil gradient for a wrt node the outputs do not
+// depend on. Adjoints of fused ops are built from it.
+func partials(outputs, seeds, wrt G.Nodes) (G.Nodes, error) {
+	return backprop(outputs, seeds, wrt, true)
+}
+
+// backprop is Backprop; with asLeaves the wrt nodes are leaves and missing
+// ones get nil (see partials).
+func backprop(outputs, seeds, wrt G.Nodes, asLeaves bool) (G.Nodes, error) {
 	if len(outputs) != len(seeds) {
 		return nil, fmt.Errorf("graph.Backprop: %d outputs but %d seeds", len(outputs), len(seeds))
 	}
 	// Topological order of everything the outputs depend on (children first).
 	var order G.Nodes
 	seen := map[*G.Node]bool{}
+	leaf := map[*G.Node]bool{}
+	if asLeaves {
+		for _, w := range wrt {
+			leaf[w] = true
+		}
+	}
 	var visit func(n *G.Node)
 	visit = func(n *G.Node) {
 		if seen[n] {
 			return
 		}
 		seen[n] = true
+		if leaf[n] {
+			order = append(order, n)
+			return
+		}
 		for _, c := range children(n) {
 			visit(c)
 		}
@@ -104,7 +128,7 @@ func Backprop(outputs, seeds, wrt G.Nodes) (G.Nodes, error) {
 			return nil, fmt.Errorf("graph.Backprop: summing gradients of %v: %w", n.Name(), err)
 		}
 		summed[n] = g
-		if n.Op() == nil {
+		if n.Op() == nil || leaf[n] {
 			continue
 		}
 		ch := children(n)
@@ -123,6 +147,9 @@ func Backprop(outputs, seeds, wrt G.Nodes) (G.Nodes, error) {
 	out := make(G.Nodes, len(wrt))
 	for i, w := range wrt {
 		g, ok := summed[w]
+		if !ok && asLeaves {
+			continue
+		}
 		if !ok {
 			return nil, fmt.Errorf("graph.Backprop: the outputs do not depend on %v", w.Name())
 		}

@@ -30,11 +30,8 @@ func (t *trainGraph) latentInputs() (x, extra *G.Node, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e := &graph.Chain{}
-	sd := e.Do(G.Exp(e.Do(G.HadamardProd(logv, G.NewConstant(0.5)))))
-	x = e.Do(G.Add(mu, e.Do(G.HadamardProd(sd, t.eps.node))))
-	if e.Err != nil {
-		return nil, nil, e.Err
+	if x, err = graph.Map(reparam, mu, logv, t.eps.node); err != nil {
+		return nil, nil, err
 	}
 	extra, err = gaussianInputTerms(t.x.node, mu, logv, noise, m.Opts.PriorVar)
 	return x, extra, err

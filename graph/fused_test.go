@@ -1,0 +1,87 @@
+package graph
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+)
+
+// testElem is a(b²) + exp(a)·c − c/b: every argument enters nonlinearly and
+// the partials differ, so a swapped or missing term shows.
+var testElem = &ElemFunc{
+	Name: "testElem",
+	F: func(x []float64) float64 {
+		a, b, c := x[0], x[1], x[2]
+		return a*b*b + math.Exp(a)*c - c/b
+	},
+	DF: func(x, d []float64) {
+		a, b, c := x[0], x[1], x[2]
+		d[0] = b*b + math.Exp(a)*c
+		d[1] = 2*a*b + c/(b*b)
+		d[2] = math.Exp(a) - 1/b
+	},
+	Stock: func(in G.Nodes) (*G.Node, error) {
+		a, b, c := in[0], in[1], in[2]
+		e := &Chain{}
+		t1 := e.Do(G.HadamardProd(a, e.Do(G.Square(b))))
+		t2 := e.Do(G.HadamardProd(e.Do(G.Exp(a)), c))
+		t3 := e.Do(G.HadamardDiv(c, b))
+		return e.Do(G.Sub(e.Do(G.Add(t1, t2)), t3)), e.Err
+	},
+}
+
+func TestFusedElemFunc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	// b away from zero: −c/b.
+	pos := func(rng *rand.Rand, n, d int) []float64 {
+		v := randMat(rng, n, d)
+		for i := range v {
+			v[i] = 1 + math.Abs(v[i])
+		}
+		return v
+	}
+	av, bv, cv := randMat(rng, 3, 4), pos(rng, 3, 4), randMat(rng, 3, 4)
+	g := G.NewGraph()
+	a, b, c := matrix(g, "a", 3, 4, av...), matrix(g, "b", 3, 4, bv...), matrix(g, "c", 3, 4, cv...)
+	m := must(Map(testElem, a, b, c))
+	r := must(RowReduce(testElem, a, b, c))
+	p := run(t, g, m, r)
+	mg, _ := p.Float64s(m)
+	rg, _ := p.Float64s(r)
+	for i := 0; i < 3; i++ {
+		var sum float64
+		for j := 0; j < 4; j++ {
+			k := 4*i + j
+			want := testElem.F([]float64{av[k], bv[k], cv[k]})
+			sum += want
+			if math.Abs(mg[k]-want) > 1e-13*(1+math.Abs(want)) {
+				t.Fatalf("Map[%d,%d] = %v, want %v", i, j, mg[k], want)
+			}
+		}
+		if math.Abs(rg[i]-sum) > 1e-12*(1+math.Abs(sum)) {
+			t.Fatalf("RowReduce[%d] = %v, want %v", i, rg[i], sum)
+		}
+	}
+	// First order through the fused adjoints, second order through their
+	// Stock-built adjoints.
+	for _, reduce := range []bool{false, true} {
+		checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+			a, b, c := matrix(g, "a", 3, 4, randMat(rng, 3, 4)...), matrix(g, "b", 3, 4, pos(rng, 3, 4)...), matrix(g, "c", 3, 4, randMat(rng, 3, 4)...)
+			f := Map
+			if reduce {
+				f = RowReduce
+			}
+			return nonlinearCost(t, rng, must(f(testElem, a, b, c))), G.Nodes{a, b, c}
+		})
+	}
+	// One node as two arguments.
+	checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		a, b := matrix(g, "a", 3, 4, randMat(rng, 3, 4)...), matrix(g, "b", 3, 4, pos(rng, 3, 4)...)
+		return nonlinearCost(t, rng, must(RowReduce(testElem, b, b, a))), G.Nodes{a, b}
+	})
+	if _, err := Map(testElem, a, b, must(Diag(must(MatMul(a, a, true, false))))); err == nil {
+		t.Fatal("Map over a vector: want a shape error")
+	}
+}
