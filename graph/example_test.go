@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"fmt"
+	"math"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -40,6 +41,43 @@ func ExampleCheckGrad() {
 	cost, _ := graph.LogDetChol(l)
 	r1, _ := graph.CheckGrad(cost, G.Nodes{a}, graph.CheckOptions{})
 	r2, _ := graph.CheckGrad2(cost, G.Nodes{a}, graph.CheckOptions{})
+	fmt.Println(r1.MaxRelErr < 1e-6, r2.MaxRelErr < 1e-6)
+	// Output: true true
+}
+
+// A user-defined elementwise function fused into one op: row sums of the
+// Gaussian negative log density ½(x−μ)²/v + ½ log 2πv. F, DF and the same
+// function as stock nodes (used only for derivatives beyond the first) are
+// all it needs; first and second derivatives then check out.
+func ExampleRowReduce() {
+	nll := &graph.ElemFunc{
+		Name: "gaussNLL",
+		F: func(a []float64) float64 {
+			r := a[0] - a[1]
+			return 0.5*r*r/a[2] + 0.5*math.Log(2*math.Pi*a[2])
+		},
+		DF: func(a, d []float64) {
+			r := a[0] - a[1]
+			d[0], d[1], d[2] = r/a[2], -r/a[2], -0.5*r*r/(a[2]*a[2])+0.5/a[2]
+		},
+		Stock: func(in G.Nodes) (*G.Node, error) {
+			r, _ := G.Sub(in[0], in[1])
+			r2, _ := G.Square(r)
+			q, _ := G.HadamardDiv(r2, in[2])
+			l, _ := G.Log(in[2])
+			s, _ := G.Add(q, l)
+			s, _ = G.HadamardProd(s, G.NewConstant(0.5))
+			return G.Add(s, G.NewConstant(0.5*math.Log(2*math.Pi)))
+		},
+	}
+	g := G.NewGraph()
+	x := graph.Input(g, "x", tensor.Shape{2, 2}, []float64{0.5, -1, 2, 0})
+	mu := graph.Input(g, "mu", tensor.Shape{2, 2}, []float64{0, 0, 1, 1})
+	v := graph.Input(g, "v", tensor.Shape{2, 2}, []float64{1, 2, 0.5, 1})
+	rows, _ := graph.RowReduce(nll, x, mu, v)
+	cost, _ := G.Sum(rows)
+	r1, _ := graph.CheckGrad(cost, G.Nodes{mu, v}, graph.CheckOptions{})
+	r2, _ := graph.CheckGrad2(cost, G.Nodes{mu, v}, graph.CheckOptions{})
 	fmt.Println(r1.MaxRelErr < 1e-6, r2.MaxRelErr < 1e-6)
 	// Output: true true
 }
