@@ -269,14 +269,21 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 	if err := m.Fit(ctx, train, cfg); err != nil {
 		return nil, nil, err
 	}
-	secs := time.Since(t0).Seconds()
+	res, err := e.score(m, train, test, time.Since(t0).Seconds(), epochs)
+	return res, m, err
+}
+
+// score predicts test with a model trained on train in secs seconds and
+// epochs epochs, and fills a Result. Given noise has already been floored.
+func (e *env) score(m *models.Model, train, test *datasets.Dataset, secs float64, epochs int) (*Result, error) {
+	o := m.Opts
 	var testNoise []float64
-	if givenNoise {
+	if o.Kind != models.MGP && !o.LearnNoise {
 		testNoise = test.Noise
 	}
 	probs, err := m.Predict(test.X, test.N, testNoise)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	sc := models.Score(probs, test.Y, test.C)
 	res := &Result{
@@ -301,7 +308,22 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 	}
 	res.NNParams = res.ParamGroups["nn"]
 	res.LearnedNoise = m.LearnedNoise() // nil when the noise is given
-	return res, m, nil
+	return res, nil
+}
+
+// continueAndScore trains m for epochs more epochs on train, which extends
+// the data set m was trained on (models.Model.Continue), and scores it.
+func (e *env) continueAndScore(ctx context.Context, m *models.Model, train, test *datasets.Dataset, epochs int) (*Result, error) {
+	if m.Opts.Kind != models.MGP && !m.Opts.LearnNoise {
+		train, test = floorNoise(train), floorNoise(test)
+	}
+	done := 0
+	cfg := models.FitConfig{Warnings: io.Discard, Callback: func(models.Epoch) error { done++; return nil }}
+	t0 := time.Now()
+	if err := m.Continue(ctx, train, epochs, cfg); err != nil {
+		return nil, err
+	}
+	return e.score(m, train, test, time.Since(t0).Seconds(), done)
 }
 
 // resample sets x = orig + N(0, v) elementwise.
@@ -435,7 +457,11 @@ func columns(p []float64, n, c int) [][]float64 {
 // Waveform (as the authors' script), take initial/test/pool blocks,
 // standardise with the initial training statistics, inject noise, then
 // repeatedly train, score, and move one pool point to the training set —
-// the one of maximal predictive entropy, or a random one.
+// the one of maximal predictive entropy, or a random one. The first model
+// trains for the spec's epochs; after each added point it continues for
+// step_epochs (models.Model.Continue: all parameters and the optimiser state
+// kept, as the authors' code), or, with step_training: scratch, a new model
+// is fitted for step_epochs.
 func (e *env) activeRun(ctx context.Context, r Run) (*Result, error) {
 	s, b, st := e.spec, r.Budget, r.Setting
 	base, err := e.cached("uci:"+r.Dataset, func() (any, error) { return datasets.LoadUCI(e.dataDir, r.Dataset) })
@@ -457,14 +483,25 @@ func (e *env) activeRun(ctx context.Context, r Run) (*Result, error) {
 	train = datasets.AddInputNoise(std[0], st.Noise, 3*seed+1)
 	test = datasets.AddInputNoise(std[1], st.Noise, 3*seed+2)
 	pool = datasets.AddInputNoise(std[2], st.Noise, 3*seed+3)
+	stepEpochs := b.Epochs
+	if b.StepEpochs > 0 {
+		stepEpochs = b.StepEpochs
+	}
 	res := &Result{}
 	t0 := time.Now()
+	var m *models.Model
 	for step := 0; ; step++ {
 		rr := r
-		if step > 0 && b.StepEpochs > 0 {
-			rr.Budget.Epochs = b.StepEpochs
+		var out *Result
+		var err error
+		if step == 0 || b.StepTraining == "scratch" {
+			if step > 0 {
+				rr.Budget.Epochs = stepEpochs
+			}
+			out, m, err = e.trainAndScore(ctx, rr, train, test, b.InitialTrain)
+		} else {
+			out, err = e.continueAndScore(ctx, m, train, test, stepEpochs)
 		}
-		out, m, err := e.trainAndScore(ctx, rr, train, test, b.InitialTrain)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", step, err)
 		}

@@ -26,6 +26,7 @@ type Run struct {
 type Budget struct {
 	Epochs       int     `json:"epochs"`
 	StepEpochs   int     `json:"step_epochs,omitempty"`
+	StepTraining string  `json:"step_training,omitempty"`
 	Batch        int     `json:"batch"`
 	LR           float64 `json:"lr"`
 	Inducing     int     `json:"inducing"`
@@ -137,6 +138,14 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 	}
 	if b.Kernel == "" {
 		b.Kernel = "se"
+	}
+	if s.Family == "active" {
+		// Part of the key: a continued curve is never resumed as one
+		// retrained from scratch (or as one from before Continue existed).
+		b.StepTraining = t.StepTraining
+		if b.StepTraining == "" {
+			b.StepTraining = "continue"
+		}
 	}
 	if b.TestSamples == 0 {
 		b.TestSamples = 500

@@ -112,6 +112,10 @@ type Training struct {
 	Quadrature   int     `yaml:"quadrature" json:"quadrature"`
 	// StepEpochs is the retraining budget after each active-learning step.
 	StepEpochs int `yaml:"step_epochs" json:"step_epochs"`
+	// StepTraining is how active learning retrains after each added point:
+	// "continue" (default) resumes the previous model's training
+	// (models.Model.Continue), "scratch" fits a new model.
+	StepTraining string `yaml:"step_training" json:"step_training"`
 }
 
 // Setting is one value of the grid's setting axis.
@@ -353,6 +357,12 @@ func (s *Spec) validate() error {
 	t := s.Training
 	if t.Epochs < 1 || t.Batch < 1 || !(t.LR > 0) || t.Inducing < 1 {
 		return s.errAt([]any{"training"}, "training needs epochs, batch, inducing ≥ 1 and lr > 0")
+	}
+	switch {
+	case t.StepTraining != "" && t.StepTraining != "continue" && t.StepTraining != "scratch":
+		return s.errAt([]any{"training", "step_training"}, "step_training %q: want continue or scratch", t.StepTraining)
+	case t.StepTraining != "" && s.Family != "active":
+		return s.errAt([]any{"training", "step_training"}, "step_training applies to the active family only")
 	}
 	if t.InducingFrac < 0 || t.InducingFrac > 1 {
 		return s.errAt([]any{"training", "inducing_frac"}, "inducing_frac %v outside [0, 1]", t.InducingFrac)

@@ -32,7 +32,9 @@ type FitConfig struct {
 
 // Fit trains the model on train by maximising the ELBO with Adam over
 // shuffled minibatches (Options.Epochs, Batch, LR, Seed). It stops early with
-// ctx's error when ctx is cancelled.
+// ctx's error when ctx is cancelled. Fit starts from scratch; Continue trains
+// a fitted model further on a data set with rows appended, so Fit keeps the
+// training graph and optimiser state in the model.
 func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig) error {
 	if err := train.Validate(); err != nil {
 		return err
@@ -41,6 +43,7 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if warn == nil {
 		warn = os.Stderr
 	}
+	m.fit = nil
 	if err := m.initialize(train, warn); err != nil {
 		return err
 	}
@@ -48,11 +51,14 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if err != nil {
 		return err
 	}
-	_, err = solvers.Train(ctx, obj, obj.solverParams(), solvers.TrainConfig{
+	hist, err := solvers.Train(ctx, obj, obj.solverParams(), solvers.TrainConfig{
 		N: m.N, BatchSize: obj.t.B, Epochs: m.Opts.Epochs, Seed: m.Opts.Seed,
 		Optimizer: obj.adam, Progress: cfg.Progress, Callback: cfg.Callback,
 		Warnings: cfg.Warnings, MaxIterations: cfg.MaxIterations,
 	})
+	// Keep the graph and optimiser state for Continue, also after a failed
+	// or cancelled run (the parameters are the last finite ones).
+	m.fit = &trainState{obj: obj, rows: rowPrints(train, m.trainNoise), epochs: len(hist)}
 	return err
 }
 

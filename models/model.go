@@ -37,6 +37,9 @@ type Model struct {
 	enc              *mlp.Encoder
 	// trainNoise holds the given per-point variances of the training rows.
 	trainNoise []float64
+	// fit is the training state Fit leaves for Continue (nil before Fit
+	// and after Load).
+	fit *trainState
 }
 
 // New returns an untrained model; its parameters are created from the data
