@@ -60,9 +60,17 @@ func (op rowSum3Op) Do(vs ...G.Value) (G.Value, error) {
 	return owned(tensor.Shape{op.n}, out), nil
 }
 
-// SymDiff: ā = RowScale2(b, c, t̄, k), and likewise for b and c.
+// SymDiff: ā = RowScale2(b, c, t̄, k), and likewise for b and c. When a
+// and b are one node (Σ g²v) its whole gradient, 2·RowScale2(g, v, t̄, k),
+// goes to the first slot and nothing to the second: one n×d op instead of
+// two and their sum.
 func (op rowSum3Op) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	e := &Chain{}
+	if in[0] == in[1] {
+		ga := e.Do(RowScale2(in[0], in[2], g, 2*op.k))
+		gc := e.Do(RowScale2(in[0], in[1], g, op.k))
+		return G.Nodes{ga, nil, gc}, e.Err
+	}
 	ga := e.Do(RowScale2(in[1], in[2], g, op.k))
 	gb := e.Do(RowScale2(in[0], in[2], g, op.k))
 	gc := e.Do(RowScale2(in[0], in[1], g, op.k))

@@ -52,3 +52,24 @@ func TestRowSum3AndRowScale2(t *testing.T) {
 		t.Fatal("RowScale2 with a matrix of scales: want a shape error")
 	}
 }
+
+func TestAddN(t *testing.T) {
+	g := G.NewGraph()
+	a, b, c := matrix(g, "a", 2, 2, 1, 2, 3, 4), matrix(g, "b", 2, 2, 10, 20, 30, 40), matrix(g, "c", 2, 2, 100, 200, 300, 400)
+	s := must(AddN(a, b, c))
+	p := run(t, g, s)
+	got, _ := p.Float64s(s)
+	for i, want := range []float64{111, 222, 333, 444} {
+		if got[i] != want {
+			t.Fatalf("AddN[%d] = %v, want %v", i, got[i], want)
+		}
+	}
+	checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		a, b := matrix(g, "a", 3, 2, randMat(rng, 3, 2)...), matrix(g, "b", 3, 2, randMat(rng, 3, 2)...)
+		ab := must(G.HadamardProd(a, b))
+		return nonlinearCost(t, rng, must(AddN(a, ab, b, a))), G.Nodes{a, b}
+	})
+	if _, err := AddN(a, must(Diag(a))); err == nil {
+		t.Fatal("AddN of a matrix and a vector: want a shape error")
+	}
+}

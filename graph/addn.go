@@ -1,0 +1,78 @@
+package graph
+
+import (
+	"fmt"
+	"hash"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// addNOp sums any number of same-shaped tensors.
+type addNOp struct {
+	pureOp
+	k     int
+	shape tensor.Shape
+}
+
+// AddN returns the elementwise sum of one or more tensors of one shape.
+func AddN(ns ...*G.Node) (*G.Node, error) {
+	if len(ns) == 0 {
+		return nil, fmt.Errorf("graph.AddN: nothing to add")
+	}
+	if len(ns) == 1 {
+		return ns[0], nil
+	}
+	s := ns[0].Shape()
+	for _, n := range ns[1:] {
+		if !sameShape(n.Shape(), s) {
+			return nil, fmt.Errorf("graph.AddN: shapes differ: %v and %v", s, n.Shape())
+		}
+	}
+	return G.ApplyOp(addNOp{k: len(ns), shape: s.Clone()}, ns...)
+}
+
+func (op addNOp) Arity() int { return op.k }
+func (op addNOp) Type() hm.Type {
+	ins := make([]int, op.k)
+	for i := range ins {
+		ins[i] = op.shape.Dims()
+	}
+	return fnType(op.shape.Dims(), ins...)
+}
+func (op addNOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.shape.Clone(), nil }
+func (op addNOp) String() string                                 { return fmt.Sprintf("AddN%d%v", op.k, op.shape) }
+func (op addNOp) WriteHash(h hash.Hash)                          { writeHash(h, op) }
+func (op addNOp) Hashcode() uint32                               { return hashOf(op) }
+func (op addNOp) DiffWRT(int) []bool {
+	w := make([]bool, op.k)
+	for i := range w {
+		w[i] = true
+	}
+	return w
+}
+
+func (op addNOp) Do(vs ...G.Value) (G.Value, error) {
+	in, err := float64sAll(vs)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]float64(nil), in[0]...)
+	for _, x := range in[1:] {
+		x = x[:len(out)]
+		for i, v := range x {
+			out[i] += v
+		}
+	}
+	return owned(op.shape.Clone(), out), nil
+}
+
+// SymDiff: every summand receives the output's gradient.
+func (op addNOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	grads := make(G.Nodes, op.k)
+	for i := range grads {
+		grads[i] = g
+	}
+	return grads, nil
+}
