@@ -216,6 +216,24 @@ func modelOptions(r Run, nTotal int, seed uint64) models.Options {
 	return o
 }
 
+// epochsWithFloor returns how many epochs a fit on n training rows runs:
+// epochs, raised if needed so that the fit takes at least minSteps optimiser
+// steps (Training.MinSteps; ≤ 0: no floor). An epoch is ⌈n/B⌉ steps with
+// B = min(batch, n), the batches solvers.EpochBatches makes and Train steps
+// through (one full batch when batch ≥ n). The floor exists because an
+// epoch budget treats training sizes unequally: at batch 100, 40 epochs are
+// 40 Adam steps at N = 100 but 200 at N = 500.
+func epochsWithFloor(epochs, minSteps, n, batch int) int {
+	if minSteps <= 0 || n <= 0 {
+		return epochs
+	}
+	if batch <= 0 || batch > n {
+		batch = n
+	}
+	perEpoch := (n + batch - 1) / batch
+	return max(epochs, (minSteps+perEpoch-1)/perEpoch)
+}
+
 // floorNoise returns a copy of ds whose given variances are at least the floor.
 func floorNoise(ds *datasets.Dataset) *datasets.Dataset {
 	if ds.Noise == nil {
@@ -261,6 +279,9 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 	if cfg.Callback == nil {
 		cfg.Callback = func(models.Epoch) error { epochs++; return nil }
 	}
+	// The step floor needs the size of the set actually trained on (MGP
+	// (aug.) triples it), so it is applied here rather than in budgetFor.
+	o.Epochs = epochsWithFloor(o.Epochs, r.Budget.MinSteps, train.N, o.Batch)
 	m, err := models.New(o)
 	if err != nil {
 		return nil, nil, err

@@ -24,7 +24,13 @@ type Run struct {
 
 // Budget is what a run trains with after defaults, quick profile and flags.
 type Budget struct {
-	Epochs       int     `json:"epochs"`
+	Epochs int `json:"epochs"`
+	// MinSteps is Training.MinSteps, the floor on optimiser steps that can
+	// raise Epochs once the training size is known (epochsWithFloor). It
+	// is hashed into the key, so results trained with another floor are
+	// never resumed as these; omitempty keeps the keys of budgets without a
+	// floor as they were before the field existed.
+	MinSteps     int     `json:"min_steps,omitempty"`
 	StepEpochs   int     `json:"step_epochs,omitempty"`
 	StepTraining string  `json:"step_training,omitempty"`
 	Batch        int     `json:"batch"`
@@ -86,6 +92,9 @@ func Resolve(spec *Spec, o Options) (*Spec, error) {
 			return max(1, int(math.Round(float64(e)*o.EpochsScale)))
 		}
 		s.Training.Epochs = scale(s.Training.Epochs)
+		// The step floor scales with the epochs, so that a longer run keeps
+		// small and large training sets at the same relative budget.
+		s.Training.MinSteps = scale(s.Training.MinSteps)
 		s.Training.StepEpochs = scale(s.Training.StepEpochs)
 		for i := range s.Methods {
 			s.Methods[i].Epochs = scale(s.Methods[i].Epochs)
@@ -123,6 +132,9 @@ func Resolve(spec *Spec, o Options) (*Spec, error) {
 		s.Datasets = ds
 	}
 	s.Budget = fmt.Sprintf("%s: %d splits, %d epochs", budget, s.Protocol.Splits, s.Training.Epochs)
+	if s.Training.MinSteps > 0 {
+		s.Budget += fmt.Sprintf(" but at least %d optimiser steps (min_steps)", s.Training.MinSteps)
+	}
 	return &s, nil
 }
 
@@ -130,7 +142,7 @@ func Resolve(spec *Spec, o Options) (*Spec, error) {
 func (s *Spec) budgetFor(m Method, st Setting) Budget {
 	t, p := s.Training, s.Protocol
 	b := Budget{
-		Epochs: t.Epochs, StepEpochs: t.StepEpochs, Batch: t.Batch, LR: t.LR, Inducing: t.Inducing,
+		Epochs: t.Epochs, MinSteps: t.MinSteps, StepEpochs: t.StepEpochs, Batch: t.Batch, LR: t.LR, Inducing: t.Inducing,
 		InducingFrac: t.InducingFrac, TestSamples: t.TestSamples, Kernel: t.Kernel, Degree: t.Degree,
 		Hidden: t.Hidden, Residual: t.Residual, Quadrature: t.Quadrature,
 		NTrain: p.NTrain, NTest: p.NTest, MaxTrain: p.MaxTrain, MaxTest: p.MaxTest, TestFraction: p.TestFraction,

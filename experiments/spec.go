@@ -97,9 +97,19 @@ type Protocol struct {
 
 // Training holds the model options shared by all methods of a spec.
 type Training struct {
-	Epochs int     `yaml:"epochs" json:"epochs"`
-	Batch  int     `yaml:"batch" json:"batch"`
-	LR     float64 `yaml:"lr" json:"lr"`
+	Epochs int `yaml:"epochs" json:"epochs"`
+	// MinSteps is a floor on the optimiser steps of every fit: a run trains
+	// max(epochs, ⌈min_steps / steps per epoch⌉) epochs, where an epoch is
+	// ⌈N_train / batch⌉ minibatch steps (see epochsWithFloor). An epoch
+	// budget gives small training sets few steps — at batch 100, 40 epochs
+	// are 40 Adam steps at N = 100 but 200 at N = 500 — so a spec that
+	// varies N can ask for equal steps instead. 0 (or absent) means no
+	// floor. It is part of the run key, omitted when 0 so that budgets
+	// without it keep their keys. Not for the active family, whose continued
+	// steps are budgeted by step_epochs.
+	MinSteps int     `yaml:"min_steps" json:"min_steps,omitempty"`
+	Batch    int     `yaml:"batch" json:"batch"`
+	LR       float64 `yaml:"lr" json:"lr"`
 	// Inducing is M; with InducingFrac > 0, M = min(Inducing, ⌊frac·N_total⌋)
 	// as the paper's min(100, 5% of N).
 	Inducing     int     `yaml:"inducing" json:"inducing"`
@@ -200,6 +210,7 @@ type PaperRow struct {
 type Quick struct {
 	Splits      int      `yaml:"splits" json:"splits"`
 	Epochs      int      `yaml:"epochs" json:"epochs"`
+	MinSteps    int      `yaml:"min_steps" json:"min_steps,omitempty"` // replaces training.min_steps (Training.MinSteps)
 	StepEpochs  int      `yaml:"step_epochs" json:"step_epochs"`
 	Batch       int      `yaml:"batch" json:"batch"`
 	LR          float64  `yaml:"lr" json:"lr"`
@@ -364,6 +375,12 @@ func (s *Spec) validate() error {
 	case t.StepTraining != "" && s.Family != "active":
 		return s.errAt([]any{"training", "step_training"}, "step_training applies to the active family only")
 	}
+	switch {
+	case t.MinSteps < 0:
+		return s.errAt([]any{"training", "min_steps"}, "min_steps %d must be ≥ 0 (0: no floor on optimiser steps)", t.MinSteps)
+	case t.MinSteps > 0 && s.Family == "active":
+		return s.errAt([]any{"training", "min_steps"}, "min_steps does not apply to the active family (its steps are budgeted by step_epochs)")
+	}
 	if t.InducingFrac < 0 || t.InducingFrac > 1 {
 		return s.errAt([]any{"training", "inducing_frac"}, "inducing_frac %v outside [0, 1]", t.InducingFrac)
 	}
@@ -449,6 +466,12 @@ func (s *Spec) validate() error {
 			if !mseen[m] {
 				return s.errAt([]any{"quick", "methods", i}, "quick method %q is not in methods", m)
 			}
+		}
+		switch {
+		case q.MinSteps < 0:
+			return s.errAt([]any{"quick", "min_steps"}, "quick min_steps %d must be ≥ 0 (0: inherit training.min_steps)", q.MinSteps)
+		case q.MinSteps > 0 && s.Family == "active":
+			return s.errAt([]any{"quick", "min_steps"}, "min_steps does not apply to the active family (its steps are budgeted by step_epochs)")
 		}
 		if q.Splits < 0 || q.Epochs < 0 || q.LR < 0 || q.Batch < 0 || q.Inducing < 0 || q.TestSamples < 0 {
 			return s.errAt([]any{"quick"}, "negative quick budget")
@@ -550,6 +573,7 @@ func (s *Spec) applyQuick() error {
 	}
 	setInt(&s.Protocol.Splits, q.Splits)
 	setInt(&s.Training.Epochs, q.Epochs)
+	setInt(&s.Training.MinSteps, q.MinSteps)
 	setInt(&s.Training.StepEpochs, q.StepEpochs)
 	setInt(&s.Training.Batch, q.Batch)
 	setInt(&s.Training.Inducing, q.Inducing)
