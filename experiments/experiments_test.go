@@ -97,6 +97,10 @@ func TestStrictYAMLErrorsHaveLines(t *testing.T) {
 		{strings.Replace(miniSpec, "{name: b, noise: 0.2}", "{name: b, noise: 0.2, lengthscale_scaling: linear-d}", 1), "mini.yaml:10:48: lengthscale_scaling"},
 		{strings.NewReplacer("family: toy1d", "family: synthetic", "{name: b, noise: 0.2}",
 			"{name: b, noise: 0.2, lengthscale_scaling: cubic}").Replace(miniSpec), "mini.yaml:10:48: lengthscale_scaling \"cubic\""},
+		// A fractional value for a whole-number field (the decoder alone truncates it).
+		{strings.Replace(miniSpec, "epochs: 1,", "epochs: 2.7,", 1), "mini.yaml:7:20: 2.7 must be a whole number"},
+		{strings.Replace(miniSpec, "splits: 3,", "splits: 1.5,", 1), "mini.yaml:6:20: 1.5 must be a whole number"},
+		{strings.Replace(miniSpec, "datasets: [toy]", "datasets: [toy]\nquick: {epochs: 0.5}", 1), "mini.yaml:6:17: 0.5 must be a whole number"},
 	}
 	for i, c := range cases {
 		_, err := ParseSpec("mini.yaml", []byte(c.edit))
@@ -106,6 +110,11 @@ func TestStrictYAMLErrorsHaveLines(t *testing.T) {
 	}
 	if _, err := ParseSpec("mini.yaml", []byte(miniSpec)); err != nil {
 		t.Fatal(err)
+	}
+	// A whole number written as a float is accepted as that number.
+	s, err := ParseSpec("mini.yaml", []byte(strings.Replace(miniSpec, "epochs: 1,", "epochs: 4.0,", 1)))
+	if err != nil || s.Training.Epochs != 4 {
+		t.Fatalf("epochs: 4.0 gave %v, %v", s, err)
 	}
 }
 

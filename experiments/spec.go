@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"os"
 	"slices"
 	"strconv"
@@ -276,10 +277,70 @@ func ParseSpec(file string, b []byte) (*Spec, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	s.file, s.root = file, &root
+	if err := wholeNumbers(file, &root, reflect.TypeOf(s)); err != nil {
+		return nil, err
+	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// wholeNumbers rejects a fractional number given for an integer field: the
+// YAML decoder silently truncates "epochs: 2.7" to 2, which would run a
+// different experiment than the one written. It walks the document beside
+// the Go type, by yaml tag names.
+func wholeNumbers(file string, n *yaml.Node, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.DocumentNode {
+		for _, c := range n.Content {
+			if err := wholeNumbers(file, c, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
+			if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
+				return &SpecError{File: file, Line: n.Line, Column: n.Column,
+					Msg: fmt.Sprintf("%s must be a whole number", n.Value)}
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind == yaml.SequenceNode {
+			for _, c := range n.Content {
+				if err := wholeNumbers(file, c, t.Elem()); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name := strings.Split(f.Tag.Get("yaml"), ",")[0]
+			if name == "" || name == "-" {
+				continue
+			}
+			fields[name] = f.Type
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if ft, ok := fields[n.Content[i].Value]; ok {
+				if err := wholeNumbers(file, n.Content[i+1], ft); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // errAt builds a SpecError at the node reached by path (map keys and list
