@@ -46,6 +46,29 @@ func randSlice(r *rand.Rand, n int) []float64 {
 	return s
 }
 
+// problem is a random product of the given size: random transposes, leading
+// dimensions up to 2 wider than needed, random contents.
+type problem struct {
+	tA, tB        bool
+	lda, ldb, ldc int
+	a, b, c       []float64
+}
+
+func randProblem(r *rand.Rand, m, n, k int) problem {
+	p := problem{tA: r.IntN(2) == 1, tB: r.IntN(2) == 1}
+	ar, ac := m, k
+	if p.tA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if p.tB {
+		br, bc = n, k
+	}
+	p.lda, p.ldb, p.ldc = ac+r.IntN(3), bc+r.IntN(3), n+r.IntN(3)
+	p.a, p.b, p.c = randSlice(r, ar*p.lda), randSlice(r, br*p.ldb), randSlice(r, m*p.ldc)
+	return p
+}
+
 // kernels runs f with each micro-kernel this machine can execute.
 func kernels(t *testing.T, f func(t *testing.T)) {
 	saved := microKernel
@@ -68,18 +91,8 @@ func TestDgemmMatchesDefinition(t *testing.T) {
 					m, n = 13, 2100
 				}
 			}
-			tA, tB := r.IntN(2) == 1, r.IntN(2) == 1
-			ar, ac := m, k
-			if tA {
-				ar, ac = k, m
-			}
-			br, bc := k, n
-			if tB {
-				br, bc = n, k
-			}
-			lda, ldb, ldc := ac+r.IntN(3), bc+r.IntN(3), n+r.IntN(3)
-			a, b := randSlice(r, ar*lda), randSlice(r, br*ldb)
-			c := randSlice(r, m*ldc)
+			p := randProblem(r, m, n, k)
+			tA, tB, lda, ldb, ldc, a, b, c := p.tA, p.tB, p.lda, p.ldb, p.ldc, p.a, p.b, p.c
 			alpha := []float64{1, -2, 0.5}[r.IntN(3)]
 			beta := []float64{0, 1, -0.75}[r.IntN(3)]
 			want := append([]float64(nil), c...)
@@ -239,17 +252,8 @@ func TestImplementationDegenerateShapes(t *testing.T) {
 			k = 1
 		}
 		m, n, k = max(m, 1), max(n, 1), max(k, 1)
-		tA, tB := r.IntN(2) == 1, r.IntN(2) == 1
-		ar, ac := m, k
-		if tA {
-			ar, ac = k, m
-		}
-		br, bc := k, n
-		if tB {
-			br, bc = n, k
-		}
-		lda, ldb, ldc := ac+r.IntN(3), bc+r.IntN(3), n+r.IntN(3)
-		a, b, c := randSlice(r, ar*lda), randSlice(r, br*ldb), randSlice(r, m*ldc)
+		p := randProblem(r, m, n, k)
+		tA, tB, lda, ldb, ldc, a, b, c := p.tA, p.tB, p.lda, p.ldb, p.ldc, p.a, p.b, p.c
 		alpha, beta := []float64{1, -1.5}[r.IntN(2)], []float64{0, 1, 0.5}[r.IntN(3)]
 		want := append([]float64(nil), c...)
 		naive(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, want, ldc)
