@@ -30,9 +30,18 @@ func (t *trainGraph) latentInputs() (x, extra *G.Node, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if x, err = graph.Map(reparam, mu, logv, t.eps.node); err != nil {
+	logNoise, err := t.logNoiseNode(t.B, t.v)
+	if err != nil {
 		return nil, nil, err
 	}
-	extra, err = gaussianInputTerms(t.x.node, mu, logv, noise, m.Opts.PriorVar)
+	// One exponential per element, shared by the sample and the ELBO terms.
+	q, err := G.Exp(logv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if x, err = graph.Map(reparam, mu, q, t.eps.node); err != nil {
+		return nil, nil, err
+	}
+	extra, err = gaussianInputTerms(t.x.node, mu, logv, q, noise, logNoise, m.Opts.PriorVar)
 	return x, extra, err
 }
