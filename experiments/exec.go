@@ -77,7 +77,7 @@ func executeRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, m, err := e.trainAndScore(ctx, r, sp.train, sp.test, sp.nTotal)
+	res, m, err := e.trainAndScore(ctx, r, sp.train, sp.test, sp.nTotal, false)
 	if err != nil {
 		return nil, err
 	}
@@ -246,8 +246,11 @@ func floorNoise(ds *datasets.Dataset) *datasets.Dataset {
 	return out
 }
 
-// trainAndScore fits the run's model on train and scores it on test.
-func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Dataset, nTotal int) (*Result, *models.Model, error) {
+// trainAndScore fits the run's model on train and scores it on test. Unless
+// keep is set (the model will be continued), the training state is released
+// before scoring, so a worker does not hold a training graph and a
+// prediction graph at once.
+func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Dataset, nTotal int, keep bool) (*Result, *models.Model, error) {
 	seed := e.spec.seedFor(r.Split) + 1
 	o := modelOptions(r, nTotal, seed)
 	givenNoise := o.Kind != models.MGP && !o.LearnNoise
@@ -289,6 +292,9 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 	t0 := time.Now()
 	if err := m.Fit(ctx, train, cfg); err != nil {
 		return nil, nil, err
+	}
+	if !keep {
+		m.ReleaseTraining()
 	}
 	res, err := e.score(m, train, test, time.Since(t0).Seconds(), epochs)
 	return res, m, err
@@ -519,7 +525,7 @@ func (e *env) activeRun(ctx context.Context, r Run) (*Result, error) {
 			if step > 0 {
 				rr.Budget.Epochs = stepEpochs
 			}
-			out, m, err = e.trainAndScore(ctx, rr, train, test, b.InitialTrain)
+			out, m, err = e.trainAndScore(ctx, rr, train, test, b.InitialTrain, true)
 		} else {
 			out, err = e.continueAndScore(ctx, m, train, test, stepEpochs)
 		}
