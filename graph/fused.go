@@ -31,6 +31,12 @@ type ElemFunc struct {
 	// Stock builds the same elementwise function from differentiable
 	// nodes; it is used only to differentiate the adjoints.
 	Stock func(args G.Nodes) (*G.Node, error)
+	// FB and DFB, if set, are F and the partial ∂F/∂x_k over whole slices
+	// (args[a][e] is argument a at element e). A loop the compiler sees
+	// whole runs several times faster than a call of F or DF per element;
+	// they must agree with F and DF.
+	FB  func(args [][]float64, out []float64)
+	DFB func(args [][]float64, k int, out []float64)
 }
 
 // Map returns the n×d matrix F(a_ij, b_ij, …).
@@ -127,6 +133,9 @@ func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	x := make([]float64, op.k)
 	nd := op.n * op.d
+	if op.f.FB != nil && op.f.DFB != nil {
+		return op.doBatch(in)
+	}
 	if !op.grad {
 		if !op.reduce {
 			out := make([]float64, nd)
@@ -165,6 +174,47 @@ func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
 		}
 		for a, v := range dx {
 			out[a*nd+e] = ge * v
+		}
+	}
+	return owned(tensor.Shape{op.k, op.n, op.d}, out), nil
+}
+
+// doBatch is Do through the slice forms FB and DFB.
+func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
+	nd := op.n * op.d
+	args := in[:op.k]
+	if !op.grad {
+		out := make([]float64, nd)
+		op.f.FB(args, out)
+		if !op.reduce {
+			return owned(tensor.Shape{op.n, op.d}, out), nil
+		}
+		sums := make([]float64, op.n)
+		for i := range sums {
+			var s float64
+			for _, v := range out[i*op.d : (i+1)*op.d] {
+				s += v
+			}
+			sums[i] = s
+		}
+		return owned(tensor.Shape{op.n}, sums), nil
+	}
+	g := in[op.k]
+	out := make([]float64, op.k*nd)
+	for a := 0; a < op.k; a++ {
+		part := out[a*nd : (a+1)*nd]
+		op.f.DFB(args, a, part)
+		if op.reduce {
+			for i, gi := range g {
+				row := part[i*op.d : (i+1)*op.d]
+				for j := range row {
+					row[j] *= gi
+				}
+			}
+			continue
+		}
+		for e, ge := range g[:nd] {
+			part[e] *= ge
 		}
 	}
 	return owned(tensor.Shape{op.k, op.n, op.d}, out), nil

@@ -85,3 +85,64 @@ func TestFusedElemFunc(t *testing.T) {
 		t.Fatal("Map over a vector: want a shape error")
 	}
 }
+
+// The slice forms give the same values and gradients as the per-element
+// forms, and the derivatives check out through them.
+func TestFusedBatchForms(t *testing.T) {
+	batch := *testElem
+	batch.Name = "testElemBatch"
+	batch.FB = func(args [][]float64, out []float64) {
+		x := make([]float64, 3)
+		for e := range out {
+			x[0], x[1], x[2] = args[0][e], args[1][e], args[2][e]
+			out[e] = testElem.F(x)
+		}
+	}
+	batch.DFB = func(args [][]float64, k int, out []float64) {
+		x, d := make([]float64, 3), make([]float64, 3)
+		for e := range out {
+			x[0], x[1], x[2] = args[0][e], args[1][e], args[2][e]
+			testElem.DF(x, d)
+			out[e] = d[k]
+		}
+	}
+	for _, reduce := range []bool{false, true} {
+		var vals [2][]float64
+		for i, f := range []*ElemFunc{testElem, &batch} {
+			g := G.NewGraph()
+			rng := rand.New(rand.NewPCG(51, 52))
+			a, b, c := matrix(g, "a", 3, 4, randMat(rng, 3, 4)...), matrix(g, "b", 3, 4, randMat(rng, 3, 4)...), matrix(g, "c", 3, 4, randMat(rng, 3, 4)...)
+			apply := Map
+			if reduce {
+				apply = RowReduce
+			}
+			y := must(apply(f, a, b, c))
+			cost := nonlinearCost(t, rng, y)
+			gr, err := Grad(cost, a, b, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := run(t, g, append(G.Nodes{y}, gr...)...)
+			for _, n := range append(G.Nodes{y}, gr...) {
+				v, _ := p.Float64s(n)
+				vals[i] = append(vals[i], v...)
+			}
+		}
+		for e := range vals[0] {
+			if math.Abs(vals[0][e]-vals[1][e]) > 1e-13*(1+math.Abs(vals[0][e])) {
+				t.Fatalf("reduce=%v: value %d: per-element %v, slice form %v", reduce, e, vals[0][e], vals[1][e])
+			}
+		}
+		checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+			a, b, c := matrix(g, "a", 3, 4, randMat(rng, 3, 4)...), matrix(g, "b", 3, 4, randMat(rng, 3, 4)...), matrix(g, "c", 3, 4, randMat(rng, 3, 4)...)
+			for i := range b.Value().Data().([]float64) {
+				b.Value().Data().([]float64)[i] = 1 + math.Abs(b.Value().Data().([]float64)[i])
+			}
+			apply := Map
+			if reduce {
+				apply = RowReduce
+			}
+			return nonlinearCost(t, rng, must(apply(&batch, a, b, c))), G.Nodes{a, b, c}
+		})
+	}
+}

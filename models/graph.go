@@ -223,6 +223,43 @@ func inputTermsFunc(s float64) *graph.ElemFunc {
 			d[4] = -(r*r + q) * iv * iv / 2
 			d[5] = 0.5
 		},
+		FB: func(a [][]float64, out []float64) {
+			xt, mu, lv, q, v, logv := a[0][:len(out)], a[1][:len(out)], a[2][:len(out)], a[3][:len(out)], a[4][:len(out)], a[5][:len(out)]
+			for e := range out {
+				r := mu[e] - xt[e]
+				out[e] = (r*r+q[e])/(2*v[e]) + 0.5*logv[e] + halfLog2Pi + (mu[e]*mu[e]+q[e])/(2*s) - 0.5*lv[e] + c
+			}
+		},
+		DFB: func(a [][]float64, k int, out []float64) {
+			xt, mu, q, v := a[0][:len(out)], a[1][:len(out)], a[3][:len(out)], a[4][:len(out)]
+			switch k {
+			case 0:
+				for e := range out {
+					out[e] = (xt[e] - mu[e]) / v[e]
+				}
+			case 1:
+				for e := range out {
+					out[e] = (mu[e]-xt[e])/v[e] + mu[e]/s
+				}
+			case 2:
+				for e := range out {
+					out[e] = -0.5
+				}
+			case 3:
+				for e := range out {
+					out[e] = 0.5/v[e] + 1/(2*s)
+				}
+			case 4:
+				for e := range out {
+					r := mu[e] - xt[e]
+					out[e] = -(r*r + q[e]) / (2 * v[e] * v[e])
+				}
+			case 5:
+				for e := range out {
+					out[e] = 0.5
+				}
+			}
+		},
 		Stock: func(in G.Nodes) (*G.Node, error) {
 			xt, mu, logv, q, noise, logNoise := in[0], in[1], in[2], in[3], in[4], in[5]
 			e := &graph.Chain{}
@@ -245,6 +282,29 @@ var reparam = &graph.ElemFunc{
 	DF: func(x, d []float64) {
 		sd := math.Sqrt(x[1])
 		d[0], d[1], d[2] = 1, 0.5*x[2]/sd, sd
+	},
+	FB: func(a [][]float64, out []float64) {
+		mu, q, eps := a[0][:len(out)], a[1][:len(out)], a[2][:len(out)]
+		for e := range out {
+			out[e] = mu[e] + math.Sqrt(q[e])*eps[e]
+		}
+	},
+	DFB: func(a [][]float64, k int, out []float64) {
+		q, eps := a[1][:len(out)], a[2][:len(out)]
+		switch k {
+		case 0:
+			for e := range out {
+				out[e] = 1
+			}
+		case 1:
+			for e := range out {
+				out[e] = 0.5 * eps[e] / math.Sqrt(q[e])
+			}
+		case 2:
+			for e := range out {
+				out[e] = math.Sqrt(q[e])
+			}
+		}
 	},
 	Stock: func(in G.Nodes) (*G.Node, error) {
 		e := &graph.Chain{}
