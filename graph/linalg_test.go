@@ -295,3 +295,36 @@ func TestGramGrad(t *testing.T) {
 		return nonlinearCost(t, rng, must(MatMul(A, A, false, true))), G.Nodes{A}
 	})
 }
+
+// A node feeding several products gets its gradient as one accumulated
+// sum of products (plus the other contributions): values and derivatives
+// at both orders.
+func TestGradSumOfProducts(t *testing.T) {
+	build := func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		X := matrix(g, "X", 4, 3, randMat(rng, 4, 3)...)
+		Z1, Z2 := matrix(g, "Z1", 2, 3, randMat(rng, 2, 3)...), matrix(g, "Z2", 5, 3, randMat(rng, 5, 3)...)
+		k1 := must(MatMul(X, Z1, false, true))
+		k2 := must(MatMul(Z2, X, false, true))
+		sq := must(G.Square(X))
+		c1, c2, c3 := nonlinearCost(t, rng, k1), nonlinearCost(t, rng, k2), nonlinearCost(t, rng, sq)
+		return must(G.Add(must(G.Add(c1, c2)), c3)), G.Nodes{X, Z1, Z2}
+	}
+	g := G.NewGraph()
+	cost, params := build(g, rand.New(rand.NewPCG(71, 72)))
+	gr, err := Grad(cost, params[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range children(gr[0]) {
+		_, ok := c.Op().(matMulSumOp)
+		found = found || ok
+	}
+	if _, ok := gr[0].Op().(matMulSumOp); ok || found {
+		found = true
+	}
+	if !found {
+		t.Fatalf("∂cost/∂X is %v, want a sum of products in it", gr[0].Op())
+	}
+	checkBoth(t, build)
+}

@@ -1,0 +1,115 @@
+package graph
+
+import (
+	"fmt"
+	"hash"
+	"strings"
+
+	"github.com/chewxy/hm"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// matMulSumOp computes Σ_i op(A_i)·op(B_i) with every product accumulated
+// into one output by Gemm (beta = 1). Backprop builds it when a node's
+// gradient contributions are matrix products, as when a batch of inputs
+// feeds every class's kernel: ten products summed this way need one
+// output buffer instead of ten and no separate addition pass.
+type matMulSumOp struct {
+	pureOp
+	terms []matMulOp
+}
+
+// sumOfProducts replaces the MatMul nodes among ns by one matMulSumOp
+// node; ns must have one shape. It returns the remaining nodes with the
+// new one first, or ns unchanged when fewer than two are products.
+func sumOfProducts(ns G.Nodes) (G.Nodes, error) {
+	var terms []matMulOp
+	var args, rest G.Nodes
+	for _, n := range ns {
+		if op, ok := n.Op().(matMulOp); ok {
+			terms = append(terms, op)
+			args = append(args, children(n)...)
+			continue
+		}
+		rest = append(rest, n)
+	}
+	if len(terms) < 2 {
+		return ns, nil
+	}
+	s, err := G.ApplyOp(matMulSumOp{terms: terms}, args...)
+	if err != nil {
+		return nil, err
+	}
+	return append(G.Nodes{s}, rest...), nil
+}
+
+func (op matMulSumOp) Arity() int { return 2 * len(op.terms) }
+func (op matMulSumOp) Type() hm.Type {
+	ins := make([]int, 2*len(op.terms))
+	for i := range ins {
+		ins[i] = 2
+	}
+	return fnType(2, ins...)
+}
+func (op matMulSumOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.terms[0].m, op.terms[0].n}, nil
+}
+func (op matMulSumOp) String() string {
+	parts := make([]string, len(op.terms))
+	for i, t := range op.terms {
+		parts[i] = t.String()
+	}
+	return "Sum(" + strings.Join(parts, "+") + ")"
+}
+func (op matMulSumOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op matMulSumOp) Hashcode() uint32      { return hashOf(op) }
+func (op matMulSumOp) DiffWRT(int) []bool {
+	w := make([]bool, op.Arity())
+	for i := range w {
+		w[i] = true
+	}
+	return w
+}
+
+func (op matMulSumOp) Do(vs ...G.Value) (G.Value, error) {
+	in, err := float64sAll(vs)
+	if err != nil {
+		return nil, err
+	}
+	m, n := op.terms[0].m, op.terms[0].n
+	c := make([]float64, m*n)
+	for i, t := range op.terms {
+		if t.m != m || t.n != n {
+			return nil, fmt.Errorf("graph: sum of products of shapes %d×%d and %d×%d", m, n, t.m, t.n)
+		}
+		ta, tb := blas.NoTrans, blas.NoTrans
+		if t.ta {
+			ta = blas.Trans
+		}
+		if t.tb {
+			tb = blas.Trans
+		}
+		multiplyAdds.Add(int64(t.m) * int64(t.n) * int64(t.k))
+		blas64.Gemm(ta, tb, 1,
+			blas64.General{Rows: t.ar, Cols: t.ac, Stride: t.ac, Data: in[2*i]},
+			blas64.General{Rows: t.br, Cols: t.bc, Stride: t.bc, Data: in[2*i+1]},
+			1, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
+	}
+	return owned(tensor.Shape{m, n}, c), nil
+}
+
+// SymDiff: each term's adjoints, as for a single MatMul.
+func (op matMulSumOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	grads := make(G.Nodes, 0, len(in))
+	for i, t := range op.terms {
+		gr, err := t.SymDiff(in[2*i:2*i+2], out, g)
+		if err != nil {
+			return nil, err
+		}
+		grads = append(grads, gr...)
+	}
+	return grads, nil
+}
