@@ -57,11 +57,12 @@ func applyElem(f *ElemFunc, reduce bool, args G.Nodes) (*G.Node, error) {
 }
 
 // elemOp is F applied elementwise (optionally row-summed), or, with grad
-// set, all k adjoints at once: the (k, n, d) tensor of ḡ ⊙ ∂F/∂x_a, where
-// ḡ, the last input, is n×d for a Map and an n-vector broadcast along rows
-// for a RowReduce. One pass evaluates every partial, so shared
-// subexpressions (an exponential, a quotient) are computed once; elemPick
-// then hands each argument its slice.
+// set, adjoints ḡ ⊙ ∂F/∂x_a, where ḡ, the last input, is n×d for a Map and
+// an n-vector broadcast along rows for a RowReduce. With the per-element
+// forms all k adjoints come at once as a (k, n, d) tensor (one pass
+// evaluates every partial, so shared subexpressions such as an exponential
+// are computed once; elemPick hands each argument its slice); with the
+// slice forms each argument gets its own adjoint op (one).
 type elemOp struct {
 	pureOp
 	f      *ElemFunc
@@ -69,6 +70,10 @@ type elemOp struct {
 	n, d   int
 	reduce bool
 	grad   bool
+	// one, with grad, is 1+a for the adjoint of argument a alone (used with
+	// the slice forms, where a partial costs one tight loop and only the
+	// arguments that need a gradient get one); 0 for all k at once.
+	one int
 }
 
 func (op elemOp) Arity() int {
@@ -84,11 +89,14 @@ func (op elemOp) Type() hm.Type {
 		ins[i] = 2
 	}
 	if op.grad {
-		g := 2
+		g, out := 2, 3
 		if op.reduce {
 			g = 1
 		}
-		return fnType(3, append(ins, g)...)
+		if op.one > 0 {
+			out = 2
+		}
+		return fnType(out, append(ins, g)...)
 	}
 	if op.reduce {
 		return fnType(1, ins...)
@@ -98,6 +106,8 @@ func (op elemOp) Type() hm.Type {
 
 func (op elemOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	switch {
+	case op.grad && op.one > 0:
+		return tensor.Shape{op.n, op.d}, nil
 	case op.grad:
 		return tensor.Shape{op.k, op.n, op.d}, nil
 	case op.reduce:
@@ -110,6 +120,9 @@ func (op elemOp) String() string {
 	kind := "Map"
 	if op.reduce {
 		kind = "RowReduce"
+	}
+	if op.grad && op.one > 0 {
+		return fmt.Sprintf("%s(%s)'%d(%dx%d)", kind, op.f.Name, op.one-1, op.n, op.d)
 	}
 	if op.grad {
 		return fmt.Sprintf("%s(%s)'(%dx%d)", kind, op.f.Name, op.n, op.d)
@@ -200,9 +213,13 @@ func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 		return owned(tensor.Shape{op.n}, sums), nil
 	}
 	g := in[op.k]
-	out := make([]float64, op.k*nd)
-	for a := 0; a < op.k; a++ {
-		part := out[a*nd : (a+1)*nd]
+	lo, hi, shape := 0, op.k, tensor.Shape{op.k, op.n, op.d}
+	if op.one > 0 {
+		lo, hi, shape = op.one-1, op.one, tensor.Shape{op.n, op.d}
+	}
+	out := make([]float64, (hi-lo)*nd)
+	for a := lo; a < hi; a++ {
+		part := out[(a-lo)*nd : (a-lo+1)*nd]
 		op.f.DFB(args, a, part)
 		if op.reduce {
 			for i, gi := range g {
@@ -217,10 +234,22 @@ func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 			part[e] *= ge
 		}
 	}
-	return owned(tensor.Shape{op.k, op.n, op.d}, out), nil
+	return owned(shape, out), nil
 }
 
 func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	if !op.grad && op.f.FB != nil && op.f.DFB != nil {
+		grads := make(G.Nodes, op.k)
+		for a := range grads {
+			adj := op
+			adj.grad, adj.one = true, a+1
+			var err error
+			if grads[a], err = G.ApplyOp(adj, append(append(G.Nodes(nil), in...), g)...); err != nil {
+				return nil, err
+			}
+		}
+		return grads, nil
+	}
 	if !op.grad {
 		adj := op
 		adj.grad = true
@@ -268,6 +297,12 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	adj, err := partials(G.Nodes{val}, G.Nodes{seed}, args)
 	if err != nil {
 		return nil, err
+	}
+	if op.one > 0 {
+		if adj[op.one-1] == nil {
+			return make(G.Nodes, len(in)), nil
+		}
+		return partials(G.Nodes{adj[op.one-1]}, G.Nodes{g}, in)
 	}
 	var outs, seeds G.Nodes
 	for a, n := range adj {
