@@ -46,11 +46,7 @@ func (op addNOp) String() string                                 { return fmt.Sp
 func (op addNOp) WriteHash(h hash.Hash)                          { writeHash(h, op) }
 func (op addNOp) Hashcode() uint32                               { return hashOf(op) }
 func (op addNOp) DiffWRT(int) []bool {
-	w := make([]bool, op.k)
-	for i := range w {
-		w[i] = true
-	}
-	return w
+	return allDiff(op.k)
 }
 
 func (op addNOp) Do(vs ...G.Value) (G.Value, error) {

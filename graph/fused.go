@@ -132,11 +132,7 @@ func (op elemOp) String() string {
 func (op elemOp) WriteHash(h hash.Hash) { writeHash(h, op) }
 func (op elemOp) Hashcode() uint32      { return hashOf(op) }
 func (op elemOp) DiffWRT(int) []bool {
-	w := make([]bool, op.Arity())
-	for i := range w {
-		w[i] = true
-	}
-	return w
+	return allDiff(op.Arity())
 }
 
 func (op elemOp) Do(vs ...G.Value) (G.Value, error) {

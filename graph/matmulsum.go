@@ -67,11 +67,7 @@ func (op matMulSumOp) String() string {
 func (op matMulSumOp) WriteHash(h hash.Hash) { writeHash(h, op) }
 func (op matMulSumOp) Hashcode() uint32      { return hashOf(op) }
 func (op matMulSumOp) DiffWRT(int) []bool {
-	w := make([]bool, op.Arity())
-	for i := range w {
-		w[i] = true
-	}
-	return w
+	return allDiff(op.Arity())
 }
 
 func (op matMulSumOp) Do(vs ...G.Value) (G.Value, error) {

@@ -54,3 +54,12 @@ func shapeOf(d G.DimSizer) (tensor.Shape, error) {
 	}
 	return nil, fmt.Errorf("graph: cannot infer shape from %T", d)
 }
+
+// allDiff is DiffWRT for an op differentiable in all n inputs.
+func allDiff(n int) []bool {
+	w := make([]bool, n)
+	for i := range w {
+		w[i] = true
+	}
+	return w
+}

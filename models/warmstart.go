@@ -149,7 +149,7 @@ func (m *Model) Continue(ctx context.Context, train *datasets.Dataset, epochs in
 
 // continueSeed is the shuffling seed of a continuation after done epochs.
 func continueSeed(seed uint64, done int) uint64 {
-	return seed ^ mix(uint64(done)+0x636f6e74)
+	return seed ^ solvers.Mix64(uint64(done)+0x636f6e74)
 }
 
 // rowPrints returns a 64-bit fingerprint of each row: its inputs, its label
@@ -160,26 +160,18 @@ func rowPrints(ds *datasets.Dataset, noise []float64) []uint64 {
 	out := make([]uint64, ds.N)
 	D := ds.D
 	for i := range out {
-		h := mix(uint64(ds.Y[i]) + 0x9e3779b97f4a7c15)
+		h := solvers.Mix64(uint64(ds.Y[i]) + 0x9e3779b97f4a7c15)
 		for _, v := range ds.X[i*D : (i+1)*D] {
-			h = mix(h ^ math.Float64bits(v))
+			h = solvers.Mix64(h ^ math.Float64bits(v))
 		}
 		if noise != nil {
 			for _, v := range noise[i*D : (i+1)*D] {
-				h = mix(h ^ bits.RotateLeft64(math.Float64bits(v), 17))
+				h = solvers.Mix64(h ^ bits.RotateLeft64(math.Float64bits(v), 17))
 			}
 		}
 		out[i] = h
 	}
 	return out
-}
-
-// mix is the SplitMix64 finaliser.
-func mix(z uint64) uint64 {
-	z += 0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
 }
 
 // grow adds rows with no Adam history (step count and moments zero).

@@ -51,7 +51,7 @@ func EpochBatches(n, batchSize int, seed uint64, epoch int) ([]Batch, error) {
 	if batchSize <= 0 || batchSize >= n {
 		return []Batch{FullBatch(n)}, nil
 	}
-	rng := rand.New(rand.NewPCG(seed, mix64(uint64(epoch))))
+	rng := rand.New(rand.NewPCG(seed, Mix64(uint64(epoch))))
 	return makeBatches(rng.Perm(n), batchSize), nil
 }
 
@@ -81,9 +81,10 @@ func makeBatches(perm []int, batchSize int) []Batch {
 	return batches
 }
 
-// mix64 is the SplitMix64 finaliser. It decorrelates the per-epoch PCG
-// streams, which would otherwise start from states that differ by one.
-func mix64(z uint64) uint64 {
+// Mix64 is the SplitMix64 finaliser: a bijective 64-bit mix. It
+// decorrelates the per-epoch PCG streams, which would otherwise start from
+// states that differ by one, and serves models for seeds and fingerprints.
+func Mix64(z uint64) uint64 {
 	z += 0x9e3779b97f4a7c15
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb

@@ -17,7 +17,7 @@ const (
 )
 
 // Below parallelMin multiply-adds one goroutine is faster than two.
-var parallelMin = 1 << 17
+const parallelMin = 1 << 17
 
 // KernelName names the micro-kernel chosen for this CPU: "avx2-fma" or "go".
 var KernelName = "go"
