@@ -328,3 +328,51 @@ func TestGradSumOfProducts(t *testing.T) {
 	}
 	checkBoth(t, build)
 }
+
+// A sum of products evaluates to the sum of its terms' values, whatever
+// mix of outer products (k = 1, merged into one product) and full products,
+// and of transposes, it holds.
+func TestSumOfProductsValue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(73, 74))
+	const m, n = 7, 5
+	term := func(k int, ta, tb bool) matMulOp {
+		op := matMulOp{ta: ta, tb: tb, m: m, n: n, k: k, ar: m, ac: k, br: k, bc: n}
+		if ta {
+			op.ar, op.ac = k, m
+		}
+		if tb {
+			op.br, op.bc = n, k
+		}
+		return op
+	}
+	for trial, ks := range [][]int{{1, 1, 1}, {3, 1, 4, 1}, {1}, {2, 6}, {1, 2}} {
+		var op matMulSumOp
+		var vs []G.Value
+		want := make([]float64, m*n)
+		for i, k := range ks {
+			tr := term(k, (trial+i)%2 == 1, (trial+i)/2%2 == 1)
+			op.terms = append(op.terms, tr)
+			a := tensor.New(tensor.WithShape(tr.ar, tr.ac), tensor.WithBacking(randMat(rng, tr.ar, tr.ac)))
+			b := tensor.New(tensor.WithShape(tr.br, tr.bc), tensor.WithBacking(randMat(rng, tr.br, tr.bc)))
+			vs = append(vs, a, b)
+			one, err := tr.Do(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, _ := Float64s(one)
+			for e := range want {
+				want[e] += f[e]
+			}
+		}
+		got, err := op.Do(vs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := Float64s(got)
+		for e := range want {
+			if math.Abs(f[e]-want[e]) > 1e-12*(1+math.Abs(want[e])) {
+				t.Fatalf("terms with k = %v: element %d = %v, want %v", ks, e, f[e], want[e])
+			}
+		}
+	}
+}

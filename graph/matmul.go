@@ -88,12 +88,10 @@ func (op matMulOp) Do(vs ...G.Value) (G.Value, error) {
 	if op.tb {
 		tb = blas.Trans
 	}
-	// beta = 1 on the freshly zeroed c: the same product, without the
-	// Dgemm clearing c a second time.
 	blas64.Gemm(ta, tb, 1,
 		blas64.General{Rows: op.ar, Cols: op.ac, Stride: op.ac, Data: a},
 		blas64.General{Rows: op.br, Cols: op.bc, Stride: op.bc, Data: b},
-		1, blas64.General{Rows: op.m, Cols: op.n, Stride: op.n, Data: c})
+		0, blas64.General{Rows: op.m, Cols: op.n, Stride: op.n, Data: c})
 	return owned(tensor.Shape{op.m, op.n}, c), nil
 }
 

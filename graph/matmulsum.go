@@ -77,9 +77,15 @@ func (op matMulSumOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	m, n := op.terms[0].m, op.terms[0].n
 	c := make([]float64, m*n)
+	beta := 0.0 // the first product stores, later ones accumulate
+	var outer []int
 	for i, t := range op.terms {
 		if t.m != m || t.n != n {
 			return nil, fmt.Errorf("graph: sum of products of shapes %d×%d and %d×%d", m, n, t.m, t.n)
+		}
+		if t.k == 1 {
+			outer = append(outer, i)
+			continue
 		}
 		ta, tb := blas.NoTrans, blas.NoTrans
 		if t.ta {
@@ -92,8 +98,28 @@ func (op matMulSumOp) Do(vs ...G.Value) (G.Value, error) {
 		blas64.Gemm(ta, tb, 1,
 			blas64.General{Rows: t.ar, Cols: t.ac, Stride: t.ac, Data: in[2*i]},
 			blas64.General{Rows: t.br, Cols: t.bc, Stride: t.bc, Data: in[2*i+1]},
-			1, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
+			beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
+		beta = 1
 	}
+	if len(outer) == 0 {
+		return owned(tensor.Shape{m, n}, c), nil
+	}
+	// Outer products a_t b_tᵀ (k = 1; either transpose stores a vector
+	// contiguously) summed one at a time are rank-1 updates, memory-bound
+	// passes over C; side by side they are one product [a_1 … a_T][b_1 … b_T]ᵀ.
+	r := len(outer)
+	as, bs := make([]float64, m*r), make([]float64, r*n)
+	for q, i := range outer {
+		for row, v := range in[2*i][:m] {
+			as[row*r+q] = v
+		}
+		copy(bs[q*n:(q+1)*n], in[2*i+1][:n])
+	}
+	multiplyAdds.Add(int64(m) * int64(n) * int64(r))
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas64.General{Rows: m, Cols: r, Stride: r, Data: as},
+		blas64.General{Rows: r, Cols: n, Stride: n, Data: bs},
+		beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
 	return owned(tensor.Shape{m, n}, c), nil
 }
 

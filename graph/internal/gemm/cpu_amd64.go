@@ -31,10 +31,11 @@ func hasAVX2FMA() bool {
 }
 
 // kernel6x8 adds alpha·Σ_p a[p·6+r]·b[p·8+c] to c[r·ldc+c] for r<6, c<8,
-// reading kc packed steps. Implemented in kernel_amd64.s.
+// reading kc packed steps, or with set stores it there without reading c.
+// Implemented in kernel_amd64.s.
 //
 //go:noescape
-func kernel6x8(kc int, a, b, c *float64, ldc int, alpha float64)
+func kernel6x8(kc int, a, b, c *float64, ldc int, alpha float64, set bool)
 
 func init() {
 	if hasAVX2FMA() {
@@ -43,6 +44,6 @@ func init() {
 	}
 }
 
-func asmKernel(kc int, a, b, c []float64, ldc int, alpha float64) {
-	kernel6x8(kc, &a[0], &b[0], &c[0], ldc, alpha)
+func asmKernel(kc int, a, b, c []float64, ldc int, alpha float64, set bool) {
+	kernel6x8(kc, &a[0], &b[0], &c[0], ldc, alpha, set)
 }

@@ -23,10 +23,12 @@ const parallelMin = 1 << 17
 var KernelName = "go"
 
 // microKernel adds alpha·(packed A sliver)(packed B sliver) to the mr×nr
-// tile of c that starts at c[0] with row stride ldc.
+// tile of c that starts at c[0] with row stride ldc, or with set stores it
+// there without reading the tile (the first k block of a beta = 0 product:
+// no separate pass clears C, and C is not read before it is written).
 var microKernel = goKernel
 
-func goKernel(kc int, a, b, c []float64, ldc int, alpha float64) {
+func goKernel(kc int, a, b, c []float64, ldc int, alpha float64, set bool) {
 	var acc [mr * nr]float64
 	for p := 0; p < kc; p++ {
 		ap := a[p*mr : p*mr+mr]
@@ -41,7 +43,11 @@ func goKernel(kc int, a, b, c []float64, ldc int, alpha float64) {
 	for r := 0; r < mr; r++ {
 		cr := c[r*ldc : r*ldc+nr]
 		for j := range cr {
-			cr[j] += alpha * acc[r*nr+j]
+			if set {
+				cr[j] = alpha * acc[r*nr+j]
+			} else {
+				cr[j] += alpha * acc[r*nr+j]
+			}
 		}
 	}
 }
@@ -54,7 +60,10 @@ func Dgemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []fl
 	if m == 0 || n == 0 {
 		return
 	}
-	if beta != 1 {
+	// With beta = 0 the first k block of each task stores its tiles (set),
+	// so C needs clearing only when there is no product to store.
+	set := beta == 0 && k > 0 && alpha != 0
+	if beta != 1 && !set {
 		for i := 0; i < m; i++ {
 			row := c[i*ldc : i*ldc+n]
 			if beta == 0 {
@@ -74,7 +83,7 @@ func Dgemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []fl
 		workers = 1
 	}
 	p := plan(m, n, k, workers)
-	job := &job{p: p, tA: tA, tB: tB, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
+	job := &job{p: p, tA: tA, tB: tB, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, set: set}
 	tasks := p.mBlocks * p.nBlocks
 	if workers > tasks {
 		workers = tasks
@@ -148,6 +157,7 @@ type job struct {
 	a, b, c  []float64
 	lda, ldb int
 	ldc      int
+	set      bool // beta = 0: the first k block stores instead of adding
 	next     atomic.Int64
 }
 
@@ -187,6 +197,7 @@ func (j *job) task(buf *buffers, i0, j0 int) {
 	}
 	for p0 := 0; p0 < p.k; p0 += p.kc {
 		kc := min(p.kc, p.k-p0)
+		set := j.set && p0 == 0
 		j.packA(buf.a, i0, mc, p0, kc)
 		j.packB(buf.b, j0, nc, p0, kc)
 		for jr := 0; jr < nc; jr += nr {
@@ -197,16 +208,21 @@ func (j *job) task(buf *buffers, i0, j0 int) {
 				rows := min(mr, mc-ir)
 				off := (i0+ir)*j.ldc + j0 + jr
 				if rows == mr && cols == nr {
-					microKernel(kc, as, bs, j.c[off:], j.ldc, j.alpha)
+					microKernel(kc, as, bs, j.c[off:], j.ldc, j.alpha, set)
 					continue
 				}
-				// Edge tile: compute into a scratch tile, add the valid part.
-				clear(buf.tile[:])
-				microKernel(kc, as, bs, buf.tile[:], nr, j.alpha)
+				// Edge tile: compute into a scratch tile, then store or add
+				// the valid part.
+				microKernel(kc, as, bs, buf.tile[:], nr, j.alpha, true)
 				for r := 0; r < rows; r++ {
 					cr := j.c[off+r*j.ldc : off+r*j.ldc+cols]
+					t := buf.tile[r*nr : r*nr+cols]
+					if set {
+						copy(cr, t)
+						continue
+					}
 					for c := range cr {
-						cr[c] += buf.tile[r*nr+c]
+						cr[c] += t[c]
 					}
 				}
 			}

@@ -149,7 +149,8 @@ func TestImplementationThroughBlas64(t *testing.T) {
 }
 
 // The MNIST step's products: K(Z,X) (M×d by d×B), its gradient with
-// respect to Z (M×B by B×d) and with respect to X (B×M by M×d).
+// respect to Z (M×B by B×d) and with respect to X (B×M by M×d), and the
+// encoder's products.
 var benchShapes = []struct {
 	name    string
 	tA, tB  bool
@@ -159,6 +160,11 @@ var benchShapes = []struct {
 	{"GX_100x784x200", false, false, 100, 784, 200},
 	{"GtZ_200x784x100", true, false, 200, 784, 100},
 	{"stacked_1000x200x784", false, true, 1000, 200, 784},
+	// NIMGP_NN's encoder layers (794→50→784, batch 200) and their gradients.
+	{"mlpIn_200x50x784", false, false, 200, 50, 784},
+	{"mlpOut_200x784x50", false, false, 200, 784, 50},
+	{"mlpdW_784x50x200", true, false, 784, 50, 200},
+	{"mlpdH_200x50x784", false, true, 200, 50, 784},
 }
 
 func benchGemm(bm *testing.B, impl blas.Float64) {

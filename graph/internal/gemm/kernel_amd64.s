@@ -35,8 +35,15 @@
 	VFMADD231PD hi, Y14, Y13; \
 	VMOVUPD Y13, 32(DX)
 
-// func kernel6x8(kc int, a, b, c *float64, ldc int, alpha float64)
-TEXT ·kernel6x8(SB), NOSPLIT, $0-48
+// c[row] = alpha·acc, without reading c.
+#define ROWSET(lo, hi) \
+	VMULPD lo, Y14, Y12; \
+	VMOVUPD Y12, (DX); \
+	VMULPD hi, Y14, Y13; \
+	VMOVUPD Y13, 32(DX)
+
+// func kernel6x8(kc int, a, b, c *float64, ldc int, alpha float64, set bool)
+TEXT ·kernel6x8(SB), NOSPLIT, $0-49
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -84,6 +91,9 @@ loop1:
 
 store:
 	VBROADCASTSD alpha+40(FP), Y14
+	MOVBQZX set+48(FP), AX
+	TESTQ AX, AX
+	JNE   storeset
 	ROW(Y0, Y1)
 	ADDQ R8, DX
 	ROW(Y2, Y3)
@@ -95,5 +105,20 @@ store:
 	ROW(Y8, Y9)
 	ADDQ R8, DX
 	ROW(Y10, Y11)
+	VZEROUPPER
+	RET
+
+storeset:
+	ROWSET(Y0, Y1)
+	ADDQ R8, DX
+	ROWSET(Y2, Y3)
+	ADDQ R8, DX
+	ROWSET(Y4, Y5)
+	ADDQ R8, DX
+	ROWSET(Y6, Y7)
+	ADDQ R8, DX
+	ROWSET(Y8, Y9)
+	ADDQ R8, DX
+	ROWSET(Y10, Y11)
 	VZEROUPPER
 	RET
