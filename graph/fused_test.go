@@ -86,9 +86,8 @@ func TestFusedElemFunc(t *testing.T) {
 	}
 }
 
-// The slice forms give the same values and gradients as the per-element
-// forms, and the derivatives check out through them.
-func TestFusedBatchForms(t *testing.T) {
+// testElemBatch is testElem with slice forms.
+func testElemBatch() ElemFunc {
 	batch := *testElem
 	batch.Name = "testElemBatch"
 	batch.FB = func(args [][]float64, out []float64) {
@@ -106,6 +105,13 @@ func TestFusedBatchForms(t *testing.T) {
 			out[e] = d[k]
 		}
 	}
+	return batch
+}
+
+// The slice forms give the same values and gradients as the per-element
+// forms, and the derivatives check out through them.
+func TestFusedBatchForms(t *testing.T) {
+	batch := testElemBatch()
 	for _, reduce := range []bool{false, true} {
 		var vals [2][]float64
 		for i, f := range []*ElemFunc{testElem, &batch} {
@@ -144,5 +150,70 @@ func TestFusedBatchForms(t *testing.T) {
 			}
 			return nonlinearCost(t, rng, must(apply(&batch, a, b, c))), G.Nodes{a, b, c}
 		})
+	}
+}
+
+// On a batch large enough to be split across cores, values and adjoints
+// (cost Σ W ⊙ y, so ȳ = W) are the element-by-element definition, for both
+// forms of the function, Map and RowReduce.
+func TestFusedParallelChunks(t *testing.T) {
+	const n, d = 301, 257 // an odd split: chunks hold whole rows
+	rng := rand.New(rand.NewPCG(61, 62))
+	av, bv, cv := randMat(rng, n, d), randMat(rng, n, d), randMat(rng, n, d)
+	for i := range bv {
+		bv[i] = 1 + math.Abs(bv[i])
+	}
+	batch := testElemBatch()
+	for _, f := range []*ElemFunc{testElem, &batch} {
+		for _, reduce := range []bool{false, true} {
+			g := G.NewGraph()
+			a, b, c := matrix(g, "a", n, d, av...), matrix(g, "b", n, d, bv...), matrix(g, "c", n, d, cv...)
+			var y, w *G.Node
+			var wv []float64
+			if reduce {
+				y, wv = must(RowReduce(f, a, b, c)), randMat(rng, n, 1)
+				w = vec(g, "w", wv...)
+			} else {
+				y, wv = must(Map(f, a, b, c)), randMat(rng, n, d)
+				w = matrix(g, "w", n, d, wv...)
+			}
+			cost := must(G.Sum(must(G.HadamardProd(y, w))))
+			gr, err := Grad(cost, a, b, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := run(t, g, append(G.Nodes{y}, gr...)...)
+			yv, _ := p.Float64s(y)
+			var grads [3][]float64
+			for k := range grads {
+				grads[k], _ = p.Float64s(gr[k])
+			}
+			x, dx := make([]float64, 3), make([]float64, 3)
+			for i := 0; i < n; i++ {
+				var sum float64
+				for j := 0; j < d; j++ {
+					e := i*d + j
+					x[0], x[1], x[2] = av[e], bv[e], cv[e]
+					v := testElem.F(x)
+					sum += v
+					if !reduce && math.Abs(yv[e]-v) > 1e-13*(1+math.Abs(v)) {
+						t.Fatalf("%s Map[%d,%d] = %v, want %v", f.Name, i, j, yv[e], v)
+					}
+					testElem.DF(x, dx)
+					we := wv[i]
+					if !reduce {
+						we = wv[e]
+					}
+					for k := range grads {
+						if want := we * dx[k]; math.Abs(grads[k][e]-want) > 1e-12*(1+math.Abs(want)) {
+							t.Fatalf("%s reduce=%v: adjoint %d at [%d,%d] = %v, want %v", f.Name, reduce, k, i, j, grads[k][e], want)
+						}
+					}
+				}
+				if reduce && math.Abs(yv[i]-sum) > 1e-11*(1+math.Abs(sum)) {
+					t.Fatalf("%s RowReduce[%d] = %v, want %v", f.Name, i, yv[i], sum)
+				}
+			}
+		}
 	}
 }

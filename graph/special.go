@@ -28,6 +28,7 @@ const (
 	fnLogNormCDF
 	fnInvMills
 	fnMillsGap
+	fnExp
 )
 
 func (f specialFn) String() string {
@@ -42,6 +43,8 @@ func (f specialFn) String() string {
 		return "InvMills"
 	case fnMillsGap:
 		return "MillsGap"
+	case fnExp:
+		return "Exp"
 	}
 	return fmt.Sprintf("specialFn(%d)", int(f))
 }
@@ -58,6 +61,8 @@ func (f specialFn) eval(x float64) float64 {
 		return invMills(x)
 	case fnMillsGap:
 		return millsGap(x)
+	case fnExp:
+		return math.Exp(x)
 	}
 	panic(fmt.Sprintf("graph: unknown special function %d", int(f)))
 }
@@ -100,6 +105,11 @@ func InvMills(x *G.Node) (*G.Node, error) { return applySpecial(fnInvMills, x) }
 // Its gradient is 1 + λ' = 1 − λ(x + λ).
 func millsGapNode(x *G.Node) (*G.Node, error) { return applySpecial(fnMillsGap, x) }
 
+// Exp returns eˣ elementwise. Unlike gorgonia.Exp it splits a large input
+// across cores and writes a fresh output without first copying the input;
+// its gradient ḡ ⊙ eˣ reuses the output node.
+func Exp(x *G.Node) (*G.Node, error) { return applySpecial(fnExp, x) }
+
 func applySpecial(fn specialFn, x *G.Node) (*G.Node, error) {
 	if x.Dtype() != tensor.Float64 {
 		return nil, fmt.Errorf("graph.%v: %v has dtype %v, want float64", fn, x.Name(), x.Dtype())
@@ -123,9 +133,21 @@ func (op specialOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = op.fn.eval(v)
+	cost := 30 // ns per element: erfc, or a continued fraction in the tail
+	if op.fn == fnExp {
+		cost = 5
 	}
+	parallelFor(len(x), 1, cost, func(lo, hi int) {
+		if op.fn == fnExp { // the common case, without a switch per element
+			for i, v := range x[lo:hi] {
+				out[lo+i] = math.Exp(v)
+			}
+			return
+		}
+		for i, v := range x[lo:hi] {
+			out[lo+i] = op.fn.eval(v)
+		}
+	})
 	return owned(vs[0].Shape(), out), nil
 }
 
@@ -148,6 +170,8 @@ func (op specialOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 				d, err = G.Neg(d)
 			}
 		}
+	case fnExp:
+		d = out
 	case fnMillsGap: // 1 − λ (x + λ)
 		if d, err = InvMills(x); err == nil {
 			if d, err = G.HadamardProd(d, out); err == nil {

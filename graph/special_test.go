@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -273,6 +274,7 @@ var specialOpCases = []specialOpCase{
 	{"InvMills", InvMills, invMills, []float64{-40, -30, -20, -10, -5, -3, -1, 0, 3}, 0},
 	{"InvMills/upper tail", InvMills, invMills, []float64{6, 10}, 1e-5},
 	{"millsGap", millsGapNode, millsGap, []float64{-40, -30, -10, -5, -3, -1, 0, 3, 10}, 0},
+	{"Exp", Exp, math.Exp, []float64{-20, -3, -0.5, 0, 1, 4}, 0},
 }
 
 // specialCost is Σ w ⊙ op(θ) with fixed weights w_k/|op(θ_k)|: scaling each
@@ -418,6 +420,30 @@ func TestSpecialOpHashes(t *testing.T) {
 				t.Errorf("%v and %v hash equal", op, prev)
 			}
 			seen[op.Hashcode()] = fmt.Sprint(op)
+		}
+	}
+}
+
+// A large input is split across cores; every element is still computed,
+// once, by the scalar function.
+func TestSpecialParallelValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	xs := make([]float64, 200*784+3)
+	for i := range xs {
+		xs[i] = 6 * rng.NormFloat64()
+	}
+	for _, c := range []specialOpCase{specialOpCases[4], specialOpCases[len(specialOpCases)-1]} {
+		g := G.NewGraph()
+		x := param(g, "x", tensor.Shape{len(xs)}, xs...)
+		y := must(c.op(x))
+		got, err := run(t, g, y).Float64s(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range xs {
+			if got[i] != c.f(v) {
+				t.Fatalf("%s: element %d of %d = %v, want %v", c.name, i, len(xs), got[i], c.f(v))
+			}
 		}
 	}
 }

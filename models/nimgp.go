@@ -35,7 +35,7 @@ func (t *trainGraph) latentInputs() (x, extra *G.Node, err error) {
 		return nil, nil, err
 	}
 	// One exponential per element, shared by the sample and the ELBO terms.
-	q, err := G.Exp(logv)
+	q, err := graph.Exp(logv)
 	if err != nil {
 		return nil, nil, err
 	}

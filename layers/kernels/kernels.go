@@ -275,7 +275,7 @@ func (k *SE) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 	nm := tensor.Shape{n, m}
 	d := e.Do(G.Add(e.Do(graph.BroadcastTo(xx, nm, []int{1})), e.Do(graph.BroadcastTo(zz, nm, []int{0}))))
 	d = e.Do(G.Sub(d, e.Do(G.HadamardProd(cross, G.NewConstant(2.0)))))
-	kk := e.Do(G.Exp(e.Do(G.HadamardProd(d, G.NewConstant(-0.5)))))
+	kk := e.Do(graph.Exp(e.Do(G.HadamardProd(d, G.NewConstant(-0.5)))))
 	if e.Err != nil {
 		return nil, e.Err
 	}
@@ -339,7 +339,7 @@ func (k *Matern) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e, err = G.Exp(e); err != nil {
+	if e, err = graph.Exp(e); err != nil {
 		return nil, err
 	}
 	kk, err := G.HadamardProd(poly, e)
