@@ -97,13 +97,12 @@ func (e *Encoder) Apply(s *layers.Scope, xTilde, yOneHot *G.Node) (mean, logVar 
 	if len(ys) != 2 || ys[1] != e.C || ys[0] != xs[0] {
 		return nil, nil, fmt.Errorf("mlp: encoder: labels have shape %v, want %d×%d (one-hot)", ys, xs[0], e.C)
 	}
-	if mean, err = e.Mean.ApplyParts(s, xTilde, yOneHot); err != nil {
-		return nil, nil, err
-	}
+	var residual *G.Node
 	if e.Residual {
-		if mean, err = G.Add(xTilde, mean); err != nil {
-			return nil, nil, err
-		}
+		residual = xTilde
+	}
+	if mean, err = e.Mean.ApplyResidual(s, residual, xTilde, yOneHot); err != nil {
+		return nil, nil, err
 	}
 	if logVar, err = e.LogVar.ApplyParts(s, xTilde, yOneHot); err != nil {
 		return nil, nil, err

@@ -146,13 +146,19 @@ func (m *MLP) Apply(s *layers.Scope, x *G.Node) (*G.Node, error) {
 }
 
 // ApplyParts applies the network to the column-wise concatenation of parts
-// (each n×d_k, with Σ d_k = In) without ever building that concatenation: the
-// first layer computes Σ_k x_k·W0[rows of block k] + b0, taking the row blocks
-// of W0 with graph.Take. This keeps W0 a single In×Out parameter (the
-// original code's layout for concat(x̃, one_hot(y))) while the graph contains
-// no Concat of inputs, whose stock gradient goes through gorgonia.Slice and is
-// wrong at second order.
+// (each n×d_k, with Σ d_k = In) without ever building that concatenation:
+// the first layer is one graph.Affine over the parts, which reads the row
+// blocks of W0 in place. This keeps W0 a single In×Out parameter (the
+// original code's layout for concat(x̃, one_hot(y))) while the graph
+// contains no Concat of inputs, whose stock gradient goes through
+// gorgonia.Slice and is wrong at second order.
 func (m *MLP) ApplyParts(s *layers.Scope, parts ...*G.Node) (*G.Node, error) {
+	return m.ApplyResidual(s, nil, parts...)
+}
+
+// ApplyResidual is ApplyParts with r (n×Out, nil for none) added to the
+// output inside the last layer's op.
+func (m *MLP) ApplyResidual(s *layers.Scope, r *G.Node, parts ...*G.Node) (*G.Node, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("mlp %q: no input", m.Name)
 	}
@@ -171,66 +177,37 @@ func (m *MLP) ApplyParts(s *layers.Scope, parts ...*G.Node) (*G.Node, error) {
 	if width != m.In {
 		return nil, fmt.Errorf("mlp %q: inputs have %d columns in all, the network expects %d", m.Name, width, m.In)
 	}
+	if r != nil {
+		if rs := r.Shape(); len(rs) != 2 || rs[0] != n || rs[1] != m.Out {
+			return nil, fmt.Errorf("mlp %q: residual has shape %v, want (%d, %d)", m.Name, rs, n, m.Out)
+		}
+	}
 
-	var h *G.Node
+	in := G.Nodes(parts)
 	for l, layer := range m.Layers {
 		w, err := s.Node(layer.W)
 		if err != nil {
 			return nil, err
 		}
-		var z *G.Node
-		if l == 0 {
-			z, err = firstLayer(w, parts)
-		} else {
-			z, err = graph.MatMul(h, w, false, false)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("mlp %q layer %d: %w", m.Name, l, err)
-		}
 		b, err := s.Node(layer.B)
 		if err != nil {
 			return nil, err
 		}
-		bb, err := graph.BroadcastTo(b, z.Shape(), []int{0})
+		last := l+1 == len(m.Layers)
+		var res *G.Node
+		if last {
+			res = r
+		}
+		z, err := graph.Affine(in, w, b, res)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("mlp %q layer %d: %w", m.Name, l, err)
 		}
-		if z, err = G.Add(z, bb); err != nil {
-			return nil, err
-		}
-		if l+1 < len(m.Layers) {
+		if !last {
 			if z, err = G.Rectify(z); err != nil {
 				return nil, err
 			}
 		}
-		h = z
+		in = G.Nodes{z}
 	}
-	return h, nil
-}
-
-// firstLayer returns Σ_k parts[k]·W[rows of block k].
-func firstLayer(w *G.Node, parts []*G.Node) (*G.Node, error) {
-	if len(parts) == 1 {
-		return graph.MatMul(parts[0], w, false, false)
-	}
-	var sum *G.Node
-	row := 0
-	for _, x := range parts {
-		d := x.Shape()[1]
-		wk, err := graph.Take(w, 0, row, row+d)
-		if err != nil {
-			return nil, err
-		}
-		row += d
-		p, err := graph.MatMul(x, wk, false, false)
-		if err != nil {
-			return nil, err
-		}
-		if sum == nil {
-			sum = p
-		} else if sum, err = G.Add(sum, p); err != nil {
-			return nil, err
-		}
-	}
-	return sum, nil
+	return in[0], nil
 }
