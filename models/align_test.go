@@ -33,7 +33,7 @@ func TestGivenNoiseFollowsShuffledRows(t *testing.T) {
 		}
 		batches, _ := solvers.EpochBatches(ds.N, 8, 4, 2)
 		for _, b := range batches {
-			obj.t.load(obj.data, b.Index, b.Weight, obj.rng)
+			obj.t.load(obj.data, b.Index, b.Weight, obj.eps)
 			for r, i := range b.Index {
 				for d := 0; d < ds.D; d++ {
 					if got, want := obj.t.v.data[r*ds.D+d], ds.Noise[i*ds.D+d]; got != want {

@@ -67,7 +67,7 @@ type objective struct {
 	m     *Model
 	t     *trainGraph
 	data  *trainingData
-	rng   *rand.Rand
+	eps   *normalStream // ε of the reparameterised sample of q(x)
 	adam  *solvers.Adam
 	grads [][]float64
 	qAdam *rowAdam
@@ -83,7 +83,7 @@ func (m *Model) newObjective(train *datasets.Dataset) (*objective, error) {
 	o := &objective{
 		m: m, t: t,
 		data: &trainingData{n: train.N, d: train.D, x: train.X, y: train.Y, targets: targets},
-		rng:  rand.New(rand.NewPCG(m.Opts.Seed, 0xe95)),
+		eps:  newNormalStream(rand.New(rand.NewPCG(m.Opts.Seed, 0xe95))),
 		adam: solvers.NewAdam(m.Opts.LR),
 	}
 	for _, p := range t.params {
@@ -107,7 +107,7 @@ func (o *objective) solverParams() []solvers.Param {
 // gradient. NIMGP's q(x_i) rows are updated here, by their own Adam, because
 // only the batch's rows have a gradient (see rowAdam).
 func (o *objective) Step(b solvers.Batch) (float64, [][]float64, error) {
-	o.t.load(o.data, b.Index, b.Weight, o.rng)
+	o.t.load(o.data, b.Index, b.Weight, o.eps)
 	loss, err := o.t.run()
 	if err != nil {
 		return 0, nil, err

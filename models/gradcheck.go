@@ -83,7 +83,7 @@ func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, er
 		return graph.CheckReport{}, err
 	}
 	b := solvers.FullBatch(n)
-	obj.t.load(obj.data, b.Index, b.Weight, obj.rng)
+	obj.t.load(obj.data, b.Index, b.Weight, obj.eps)
 	if err := obj.t.s.Sync(); err != nil {
 		return graph.CheckReport{}, err
 	}

@@ -136,7 +136,7 @@ func (m *Model) buildTrain(B int) (*trainGraph, error) {
 }
 
 // load fills the batch's inputs from the training set.
-func (t *trainGraph) load(train *trainingData, idx []int, weight []float64, rng randSource) {
+func (t *trainGraph) load(train *trainingData, idx []int, weight []float64, normals *normalStream) {
 	m, D := t.m, t.m.D
 	w := len(train.targets) / train.n
 	for r, i := range idx {
@@ -158,9 +158,7 @@ func (t *trainGraph) load(train *trainingData, idx []int, weight []float64, rng 
 		}
 	}
 	if t.eps.node != nil {
-		for k := range t.eps.data {
-			t.eps.data[k] = rng.NormFloat64()
-		}
+		normals.Fill(t.eps.data)
 	}
 }
 
@@ -174,8 +172,6 @@ func (t *trainGraph) run() (float64, error) {
 	}
 	return t.prog.Scalar(t.cost)
 }
-
-type randSource interface{ NormFloat64() float64 }
 
 // trainingData is a training set prepared for batching.
 type trainingData struct {
