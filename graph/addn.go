@@ -54,13 +54,16 @@ func (op addNOp) Do(vs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := append([]float64(nil), in[0]...)
-	for _, x := range in[1:] {
-		x = x[:len(out)]
-		for i, v := range x {
-			out[i] += v
+	out := make([]float64, op.shape.TotalSize())
+	parallelFor(len(out), 1, op.k, func(lo, hi int) {
+		dst := out[lo:hi]
+		copy(dst, in[0][lo:hi])
+		for _, x := range in[1:] {
+			for i, v := range x[lo:hi] {
+				dst[i] += v
+			}
 		}
-	}
+	})
 	return owned(op.shape.Clone(), out), nil
 }
 

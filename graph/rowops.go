@@ -49,14 +49,16 @@ func (op rowSum3Op) Do(vs ...G.Value) (G.Value, error) {
 	}
 	a, b, c := m[0], m[1], m[2]
 	out := make([]float64, op.n)
-	for i := range out {
-		ra, rb, rc := a[i*op.d:(i+1)*op.d], b[i*op.d:(i+1)*op.d], c[i*op.d:(i+1)*op.d]
-		var s float64
-		for j, x := range ra {
-			s += x * rb[j] * rc[j]
+	parallelFor(op.n, 1, 2*op.d, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ra, rb, rc := a[i*op.d:(i+1)*op.d], b[i*op.d:(i+1)*op.d], c[i*op.d:(i+1)*op.d]
+			var s float64
+			for j, x := range ra {
+				s += x * rb[j] * rc[j]
+			}
+			out[i] = op.k * s
 		}
-		out[i] = op.k * s
-	}
+	})
 	return owned(tensor.Shape{op.n}, out), nil
 }
 
@@ -114,13 +116,15 @@ func (op rowScale2Op) Do(vs ...G.Value) (G.Value, error) {
 	}
 	x, y, r := m[0], m[1], m[2]
 	out := make([]float64, op.n*op.d)
-	for i, ri := range r {
-		s := op.k * ri
-		rx, ry, ro := x[i*op.d:(i+1)*op.d], y[i*op.d:(i+1)*op.d], out[i*op.d:(i+1)*op.d]
-		for j, v := range rx {
-			ro[j] = s * v * ry[j]
+	parallelFor(op.n, 1, 2*op.d, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s := op.k * r[i]
+			rx, ry, ro := x[i*op.d:(i+1)*op.d], y[i*op.d:(i+1)*op.d], out[i*op.d:(i+1)*op.d]
+			for j, v := range rx {
+				ro[j] = s * v * ry[j]
+			}
 		}
-	}
+	})
 	return owned(tensor.Shape{op.n, op.d}, out), nil
 }
 
