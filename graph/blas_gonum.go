@@ -18,6 +18,9 @@ func init() {
 	G.Use(gemm.Implementation{})
 }
 
+// fusedSums lets a sum of products run as one gemm.DgemmSum.
+const fusedSums = true
+
 // BLAS names the BLAS implementation in use: gonum with gpc's Dgemm by
 // default ("gonum+gemm/avx2-fma"; plain "gonum" on CPUs without AVX2/FMA
 // or with the purego tag), OpenBLAS when built with the openblas tag.

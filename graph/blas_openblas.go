@@ -18,5 +18,8 @@ func init() {
 	G.Use(netlib.Implementation{})
 }
 
+// fusedSums is off: every product of a sum goes to OpenBLAS.
+const fusedSums = false
+
 // BLAS names the BLAS implementation in use.
 var BLAS = "openblas"

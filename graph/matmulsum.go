@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // matMulSumOp computes Σ_i op(A_i)·op(B_i) with every product accumulated
@@ -77,7 +79,7 @@ func (op matMulSumOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	m, n := op.terms[0].m, op.terms[0].n
 	c := make([]float64, m*n)
-	beta := 0.0 // the first product stores, later ones accumulate
+	var terms []gemm.Term
 	var outer []int
 	for i, t := range op.terms {
 		if t.m != m || t.n != n {
@@ -87,40 +89,54 @@ func (op matMulSumOp) Do(vs ...G.Value) (G.Value, error) {
 			outer = append(outer, i)
 			continue
 		}
-		ta, tb := blas.NoTrans, blas.NoTrans
-		if t.ta {
-			ta = blas.Trans
-		}
-		if t.tb {
-			tb = blas.Trans
-		}
 		multiplyAdds.Add(int64(t.m) * int64(t.n) * int64(t.k))
-		blas64.Gemm(ta, tb, 1,
-			blas64.General{Rows: t.ar, Cols: t.ac, Stride: t.ac, Data: in[2*i]},
-			blas64.General{Rows: t.br, Cols: t.bc, Stride: t.bc, Data: in[2*i+1]},
+		terms = append(terms, gemm.Term{TA: t.ta, TB: t.tb, K: t.k, Alpha: 1, A: in[2*i], LDA: t.ac, B: in[2*i+1], LDB: t.bc})
+	}
+	if len(outer) > 0 {
+		// Outer products a_t b_tᵀ (k = 1; either transpose stores a vector
+		// contiguously) summed one at a time are rank-1 updates,
+		// memory-bound passes over C; side by side they are one product
+		// [a_1 … a_T][b_1 … b_T]ᵀ.
+		r := len(outer)
+		as, bs := make([]float64, m*r), make([]float64, r*n)
+		for q, i := range outer {
+			for row, v := range in[2*i][:m] {
+				as[row*r+q] = v
+			}
+			copy(bs[q*n:(q+1)*n], in[2*i+1][:n])
+		}
+		multiplyAdds.Add(int64(m) * int64(n) * int64(r))
+		terms = append(terms, gemm.Term{K: r, Alpha: 1, A: as, LDA: r, B: bs, LDB: n})
+	}
+	sumProducts(m, n, terms, c)
+	return owned(tensor.Shape{m, n}, c), nil
+}
+
+// sumProducts sets the m×n matrix c to the sum of the terms' products: in
+// one gemm.DgemmSum, which keeps each block of c in cache across terms,
+// when gpc's kernel is in use and the product is not a matrix-vector one;
+// otherwise one Gemm per term through the installed BLAS.
+func sumProducts(m, n int, terms []gemm.Term, c []float64) {
+	if fusedSums && gemm.KernelName != "go" && m > 1 && n > 1 {
+		gemm.DgemmSum(m, n, terms, 0, c, n)
+		return
+	}
+	beta := 0.0 // the first product stores, later ones accumulate
+	for _, t := range terms {
+		ta, tb := blas.NoTrans, blas.NoTrans
+		ar, ac, br, bc := m, t.K, t.K, n
+		if t.TA {
+			ta, ar, ac = blas.Trans, t.K, m
+		}
+		if t.TB {
+			tb, br, bc = blas.Trans, n, t.K
+		}
+		blas64.Gemm(ta, tb, t.Alpha,
+			blas64.General{Rows: ar, Cols: ac, Stride: t.LDA, Data: t.A},
+			blas64.General{Rows: br, Cols: bc, Stride: t.LDB, Data: t.B},
 			beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
 		beta = 1
 	}
-	if len(outer) == 0 {
-		return owned(tensor.Shape{m, n}, c), nil
-	}
-	// Outer products a_t b_tᵀ (k = 1; either transpose stores a vector
-	// contiguously) summed one at a time are rank-1 updates, memory-bound
-	// passes over C; side by side they are one product [a_1 … a_T][b_1 … b_T]ᵀ.
-	r := len(outer)
-	as, bs := make([]float64, m*r), make([]float64, r*n)
-	for q, i := range outer {
-		for row, v := range in[2*i][:m] {
-			as[row*r+q] = v
-		}
-		copy(bs[q*n:(q+1)*n], in[2*i+1][:n])
-	}
-	multiplyAdds.Add(int64(m) * int64(n) * int64(r))
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas64.General{Rows: m, Cols: r, Stride: r, Data: as},
-		blas64.General{Rows: r, Cols: n, Stride: n, Data: bs},
-		beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
-	return owned(tensor.Shape{m, n}, c), nil
 }
 
 // SymDiff: each term's adjoints, as for a single MatMul.

@@ -278,3 +278,53 @@ func TestImplementationDegenerateShapes(t *testing.T) {
 		}
 	}
 }
+
+// A sum of products, with every transpose, depths that span several k
+// blocks or none, zero alphas and each beta, is the sum of the definitions.
+func TestDgemmSumMatchesDefinition(t *testing.T) {
+	sizes := []int{1, 5, 6, 9, 17, 100, 257}
+	kernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(13, 14))
+		for trial := 0; trial < 120; trial++ {
+			m, n := sizes[r.IntN(len(sizes))], sizes[r.IntN(len(sizes))]
+			if trial < 3 { // the parallel paths
+				m, n = 200, 784
+			}
+			ldc := n + r.IntN(3)
+			c := randSlice(r, m*ldc)
+			beta := []float64{0, 1, -0.75}[r.IntN(3)]
+			want := append([]float64(nil), c...)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					if beta == 0 {
+						want[i*ldc+j] = 0
+					} else {
+						want[i*ldc+j] *= beta
+					}
+				}
+			}
+			if beta == 0 {
+				for i := range c {
+					c[i] = math.NaN() // must not be read
+				}
+			}
+			var terms []Term
+			for range 1 + r.IntN(4) {
+				k := []int{0, 1, 7, 100, 300}[r.IntN(5)]
+				pr := randProblem(r, m, n, k)
+				alpha := []float64{1, -2, 0}[r.IntN(3)]
+				terms = append(terms, Term{TA: pr.tA, TB: pr.tB, K: k, Alpha: alpha, A: pr.a, LDA: pr.lda, B: pr.b, LDB: pr.ldb})
+				naive(pr.tA, pr.tB, m, n, k, alpha, pr.a, pr.lda, pr.b, pr.ldb, 1, want, ldc)
+			}
+			DgemmSum(m, n, terms, beta, c, ldc)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					got, w := c[i*ldc+j], want[i*ldc+j]
+					if math.Abs(got-w) > 1e-12*1000*(1+math.Abs(w)) || math.IsNaN(got) {
+						t.Fatalf("trial %d (m,n)=(%d,%d) %d terms β=%g: C[%d,%d]=%g, want %g", trial, m, n, len(terms), beta, i, j, got, w)
+					}
+				}
+			}
+		}
+	})
+}

@@ -1,6 +1,10 @@
 package gemm
 
-import "gonum.org/v1/gonum/blas"
+import (
+	"runtime"
+
+	"gonum.org/v1/gonum/blas"
+)
 
 // trsmBlock is the largest diagonal block solved by substitution;
 // everything off the diagonal becomes a Dgemm update.
@@ -27,7 +31,21 @@ func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 			}
 		}
 	}
-	impl.trsm(ul, tA != blas.NoTrans, d, m, n, a, lda, b, ldb)
+	trans := tA != blas.NoTrans
+	// The columns of B are independent solves: split them across cores.
+	// Each half's updates are products too small to split again.
+	if workers := runtime.GOMAXPROCS(0); workers > 1 && n >= 2*nr && m*m*n >= 2*parallelMin {
+		n1 := roundUp(n/2, nr)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			impl.trsm(1, ul, trans, d, m, n-n1, a, lda, b[n1:], ldb)
+		}()
+		impl.trsm(1, ul, trans, d, m, n1, a, lda, b, ldb)
+		<-done
+		return
+	}
+	impl.trsm(runtime.GOMAXPROCS(0), ul, trans, d, m, n, a, lda, b, ldb)
 }
 
 // trsm solves op(T)·X = B in place by recursive halving: solve the first
@@ -35,7 +53,7 @@ func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 // second (the order reversed when op(T) is upper triangular). Only the
 // leaves' substitution, about trsmBlock/m of the work, runs at gonum's
 // speed.
-func (impl Implementation) trsm(ul blas.Uplo, trans bool, d blas.Diag, m, n int, a []float64, lda int, b []float64, ldb int) {
+func (impl Implementation) trsm(workers int, ul blas.Uplo, trans bool, d blas.Diag, m, n int, a []float64, lda int, b []float64, ldb int) {
 	if m <= trsmBlock {
 		tA := blas.NoTrans
 		if trans {
@@ -54,20 +72,20 @@ func (impl Implementation) trsm(ul blas.Uplo, trans bool, d blas.Diag, m, n int,
 	// op(T) = [A11 0; A21 A22] (forward) or [A11 A12; 0 A22] (backward).
 	forward := (ul == blas.Lower) != trans
 	if forward {
-		impl.trsm(ul, trans, d, h, n, t11, lda, b1, ldb)
+		impl.trsm(workers, ul, trans, d, h, n, t11, lda, b1, ldb)
 		if !trans { // A21 = T[h:m, 0:h]
-			Dgemm(false, false, r, n, h, -1, a[h*lda:], lda, b1, ldb, 1, b2, ldb)
+			dgemm(workers, false, false, r, n, h, -1, a[h*lda:], lda, b1, ldb, 1, b2, ldb)
 		} else { // A21 = T[0:h, h:m]ᵀ
-			Dgemm(true, false, r, n, h, -1, a[h:], lda, b1, ldb, 1, b2, ldb)
+			dgemm(workers, true, false, r, n, h, -1, a[h:], lda, b1, ldb, 1, b2, ldb)
 		}
-		impl.trsm(ul, trans, d, r, n, t22, lda, b2, ldb)
+		impl.trsm(workers, ul, trans, d, r, n, t22, lda, b2, ldb)
 		return
 	}
-	impl.trsm(ul, trans, d, r, n, t22, lda, b2, ldb)
+	impl.trsm(workers, ul, trans, d, r, n, t22, lda, b2, ldb)
 	if !trans { // A12 = T[0:h, h:m]
-		Dgemm(false, false, h, n, r, -1, a[h:], lda, b2, ldb, 1, b1, ldb)
+		dgemm(workers, false, false, h, n, r, -1, a[h:], lda, b2, ldb, 1, b1, ldb)
 	} else { // A12 = T[h:m, 0:h]ᵀ
-		Dgemm(true, false, h, n, r, -1, a[h*lda:], lda, b2, ldb, 1, b1, ldb)
+		dgemm(workers, true, false, h, n, r, -1, a[h*lda:], lda, b2, ldb, 1, b1, ldb)
 	}
-	impl.trsm(ul, trans, d, h, n, t11, lda, b1, ldb)
+	impl.trsm(workers, ul, trans, d, h, n, t11, lda, b1, ldb)
 }
