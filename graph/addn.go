@@ -30,7 +30,7 @@ func AddN(ns ...*G.Node) (*G.Node, error) {
 			return nil, fmt.Errorf("graph.AddN: shapes differ: %v and %v", s, n.Shape())
 		}
 	}
-	return G.ApplyOp(addNOp{k: len(ns), shape: s.Clone()}, ns...)
+	return applyOp(addNOp{k: len(ns), shape: s.Clone()}, ns...)
 }
 
 func (op addNOp) Arity() int { return op.k }
@@ -54,7 +54,7 @@ func (op addNOp) Do(vs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float64, op.shape.TotalSize())
+	out := op.buf.take(op.shape.TotalSize())
 	parallelFor(len(out), 1, op.k, func(lo, hi int) {
 		dst := out[lo:hi]
 		copy(dst, in[0][lo:hi])
@@ -75,3 +75,5 @@ func (op addNOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	}
 	return grads, nil
 }
+
+func (op addNOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

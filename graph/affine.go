@@ -59,7 +59,7 @@ func Affine(parts []*G.Node, w, b, r *G.Node) (*G.Node, error) {
 		}
 		args = append(args, r)
 	}
-	return G.ApplyOp(op, args...)
+	return applyOp(op, args...)
 }
 
 // affineOp's inputs are the parts, W, then b and r when present.
@@ -113,7 +113,7 @@ func (op affineOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	k := len(op.widths)
 	w := in[k]
-	out := make([]float64, op.n*op.q)
+	out := op.buf.take(op.n * op.q)
 	next := k + 1
 	var b []float64
 	if op.bias {
@@ -133,6 +133,8 @@ func (op affineOp) Do(vs ...G.Value) (G.Value, error) {
 		for i := 0; i < op.n; i++ {
 			copy(out[i*op.q:(i+1)*op.q], b)
 		}
+	default:
+		clear(out)
 	}
 	// W_k is rows [off, off+p) of W: a contiguous stretch of its data.
 	off := 0
@@ -191,7 +193,7 @@ func stackedProducts(parts G.Nodes, g *G.Node) (*G.Node, error) {
 	for _, x := range parts {
 		op.widths = append(op.widths, x.Shape()[1])
 	}
-	return G.ApplyOp(op, append(append(G.Nodes(nil), parts...), g)...)
+	return applyOp(op, append(append(G.Nodes(nil), parts...), g)...)
 }
 
 // stackedOp's inputs are the parts x_k, then g.
@@ -236,7 +238,7 @@ func (op stackedOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	g := in[len(op.widths)]
-	out := make([]float64, op.rows()*op.q)
+	out := op.buf.take(op.rows() * op.q)
 	off := 0
 	for part, p := range op.widths {
 		multiplyAdds.Add(int64(op.n) * int64(op.q) * int64(p))
@@ -261,3 +263,7 @@ func (op stackedOp) SymDiff(in G.Nodes, out, h *G.Node) (G.Nodes, error) {
 	grads = append(grads, e.Do(Affine(parts, h, nil, nil)))
 	return grads, e.Err
 }
+
+func (op affineOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+func (op stackedOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"hash"
+	"sync"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -39,21 +40,45 @@ type ElemFunc struct {
 	DFB func(args [][]float64, k int, out []float64)
 }
 
-// Map returns the n×d matrix F(a_ij, b_ij, …).
+// Map returns the n×d matrix F(a_ij, b_ij, …). Each argument is an n×d
+// matrix or a d-vector, which stands for the matrix with that vector in
+// every row (at least one argument must be a matrix): a per-dimension
+// parameter shared by all rows enters without a broadcast node, and its
+// gradient comes out column-summed without an n×d intermediate.
 func Map(f *ElemFunc, args ...*G.Node) (*G.Node, error) { return applyElem(f, false, args) }
 
-// RowReduce returns the n-vector Σ_j F(a_ij, b_ij, …).
+// RowReduce returns the n-vector Σ_j F(a_ij, b_ij, …), with arguments as
+// for Map.
 func RowReduce(f *ElemFunc, args ...*G.Node) (*G.Node, error) { return applyElem(f, true, args) }
 
 func applyElem(f *ElemFunc, reduce bool, args G.Nodes) (*G.Node, error) {
 	if len(args) == 0 {
 		return nil, fmt.Errorf("graph.%s: no arguments", f.Name)
 	}
-	n, d, err := sameMatrices(f.Name, args...)
-	if err != nil {
-		return nil, err
+	n, d := -1, -1
+	for _, a := range args {
+		if s := a.Shape(); len(s) == 2 {
+			n, d = s[0], s[1]
+			break
+		}
 	}
-	return G.ApplyOp(elemOp{f: f, k: len(args), n: n, d: d, reduce: reduce}, args...)
+	if n < 0 {
+		return nil, fmt.Errorf("graph.%s: want at least one n×d matrix among the arguments", f.Name)
+	}
+	op := elemOp{f: f, k: len(args), n: n, d: d, reduce: reduce}
+	for i, a := range args {
+		switch s := a.Shape(); {
+		case len(s) == 2 && s[0] == n && s[1] == d:
+		case len(s) == 1 && s[0] == d:
+			op.rowArgs |= 1 << i
+		default:
+			return nil, fmt.Errorf("graph.%s: argument %d has shape %v, want (%d, %d) or (%d)", f.Name, i, s, n, d, d)
+		}
+	}
+	if op.k > 64 {
+		return nil, fmt.Errorf("graph.%s: %d arguments, at most 64", f.Name, op.k)
+	}
+	return applyOp(op, args...)
 }
 
 // elemOp is F applied elementwise (optionally row-summed), or, with grad
@@ -62,7 +87,8 @@ func applyElem(f *ElemFunc, reduce bool, args G.Nodes) (*G.Node, error) {
 // forms all k adjoints come at once as a (k, n, d) tensor (one pass
 // evaluates every partial, so shared subexpressions such as an exponential
 // are computed once; elemPick hands each argument its slice); with the
-// slice forms each argument gets its own adjoint op (one).
+// slice forms each argument gets its own adjoint op (one), column-summed
+// for a row-vector argument.
 type elemOp struct {
 	pureOp
 	f      *ElemFunc
@@ -74,7 +100,12 @@ type elemOp struct {
 	// the slice forms, where a partial costs one tight loop and only the
 	// arguments that need a gradient get one); 0 for all k at once.
 	one int
+	// rowArgs has bit a set when argument a is a d-vector (the same row
+	// for every row).
+	rowArgs uint64
 }
+
+func (op elemOp) isRow(a int) bool { return op.rowArgs&(1<<a) != 0 }
 
 func (op elemOp) Arity() int {
 	if op.grad {
@@ -87,6 +118,9 @@ func (op elemOp) Type() hm.Type {
 	ins := make([]int, op.k, op.k+1)
 	for i := range ins {
 		ins[i] = 2
+		if op.isRow(i) {
+			ins[i] = 1
+		}
 	}
 	if op.grad {
 		g, out := 2, 3
@@ -94,7 +128,7 @@ func (op elemOp) Type() hm.Type {
 			g = 1
 		}
 		if op.one > 0 {
-			out = 2
+			out = ins[op.one-1]
 		}
 		return fnType(out, append(ins, g)...)
 	}
@@ -106,6 +140,8 @@ func (op elemOp) Type() hm.Type {
 
 func (op elemOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	switch {
+	case op.grad && op.one > 0 && op.isRow(op.one-1):
+		return tensor.Shape{op.d}, nil
 	case op.grad && op.one > 0:
 		return tensor.Shape{op.n, op.d}, nil
 	case op.grad:
@@ -121,18 +157,43 @@ func (op elemOp) String() string {
 	if op.reduce {
 		kind = "RowReduce"
 	}
+	dims := fmt.Sprintf("%dx%d", op.n, op.d)
+	if op.rowArgs != 0 {
+		dims += fmt.Sprintf(",rows%b", op.rowArgs)
+	}
 	if op.grad && op.one > 0 {
-		return fmt.Sprintf("%s(%s)'%d(%dx%d)", kind, op.f.Name, op.one-1, op.n, op.d)
+		return fmt.Sprintf("%s(%s)'%d(%s)", kind, op.f.Name, op.one-1, dims)
 	}
 	if op.grad {
-		return fmt.Sprintf("%s(%s)'(%dx%d)", kind, op.f.Name, op.n, op.d)
+		return fmt.Sprintf("%s(%s)'(%s)", kind, op.f.Name, dims)
 	}
-	return fmt.Sprintf("%s(%s)(%dx%d)", kind, op.f.Name, op.n, op.d)
+	return fmt.Sprintf("%s(%s)(%s)", kind, op.f.Name, dims)
 }
 func (op elemOp) WriteHash(h hash.Hash) { writeHash(h, op) }
 func (op elemOp) Hashcode() uint32      { return hashOf(op) }
 func (op elemOp) DiffWRT(int) []bool {
 	return allDiff(op.Arity())
+}
+
+// rows points row[a] at row i of every argument (the vector itself for a
+// row-vector argument).
+func (op elemOp) rows(in [][]float64, i int, row [][]float64) {
+	for a := range row {
+		if op.isRow(a) {
+			row[a] = in[a][:op.d]
+		} else {
+			row[a] = in[a][i*op.d : (i+1)*op.d]
+		}
+	}
+}
+
+// gRow returns ḡ for row i: an n×d row for a Map, or ḡ_i (in s) for a
+// RowReduce.
+func (op elemOp) gRow(g []float64, i int) (row []float64, s float64) {
+	if op.reduce {
+		return nil, g[i]
+	}
+	return g[i*op.d : (i+1)*op.d], 0
 }
 
 func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
@@ -143,120 +204,156 @@ func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
 	if op.f.FB != nil && op.f.DFB != nil {
 		return op.doBatch(in)
 	}
-	nd := op.n * op.d
-	cost := 4 * op.k // ns per element: a call of F or DF and k loads
+	nd, d := op.n*op.d, op.d
+	cost := 4 * op.k * d // ns per row: a call of F or DF and k loads per element
 	if !op.grad {
-		if !op.reduce {
-			out := make([]float64, nd)
-			parallelFor(nd, 1, cost, func(lo, hi int) {
-				x := make([]float64, op.k)
-				for e := lo; e < hi; e++ {
-					for a := range x {
-						x[a] = in[a][e]
-					}
-					out[e] = op.f.F(x)
-				}
-			})
-			return owned(tensor.Shape{op.n, op.d}, out), nil
+		out := op.buf.take(nd) // the output, or a RowReduce's scratch
+		var sums []float64
+		if op.reduce {
+			sums = make([]float64, op.n)
 		}
-		sums := make([]float64, op.n)
-		parallelFor(op.n, 1, cost*op.d, func(lo, hi int) {
-			x := make([]float64, op.k)
+		parallelFor(op.n, 1, cost, func(lo, hi int) {
+			x, row := make([]float64, op.k), make([][]float64, op.k)
 			for i := lo; i < hi; i++ {
+				op.rows(in, i, row)
 				var s float64
-				for e := i * op.d; e < (i+1)*op.d; e++ {
+				for j := 0; j < d; j++ {
 					for a := range x {
-						x[a] = in[a][e]
+						x[a] = row[a][j]
 					}
-					s += op.f.F(x)
+					v := op.f.F(x)
+					out[i*d+j] = v
+					s += v
 				}
-				sums[i] = s
+				if sums != nil {
+					sums[i] = s
+				}
 			}
 		})
-		return owned(tensor.Shape{op.n}, sums), nil
+		if op.reduce {
+			return owned(tensor.Shape{op.n}, sums), nil
+		}
+		return owned(tensor.Shape{op.n, op.d}, out), nil
 	}
 	g := in[op.k]
-	out := make([]float64, op.k*nd)
-	parallelFor(nd, op.d, cost, func(lo, hi int) {
-		x, dx := make([]float64, op.k), make([]float64, op.k)
-		for e := lo; e < hi; e++ {
-			for a := range x {
-				x[a] = in[a][e]
-			}
-			op.f.DF(x, dx)
-			ge := g[e%len(g)]
-			if op.reduce {
-				ge = g[e/op.d]
-			}
-			for a, v := range dx {
-				out[a*nd+e] = ge * v
+	out := op.buf.take(op.k * nd)
+	parallelFor(op.n, 1, cost, func(lo, hi int) {
+		x, dx, row := make([]float64, op.k), make([]float64, op.k), make([][]float64, op.k)
+		for i := lo; i < hi; i++ {
+			op.rows(in, i, row)
+			gr, gi := op.gRow(g, i)
+			for j := 0; j < d; j++ {
+				for a := range x {
+					x[a] = row[a][j]
+				}
+				op.f.DF(x, dx)
+				ge := gi
+				if gr != nil {
+					ge = gr[j]
+				}
+				for a, v := range dx {
+					out[a*nd+i*d+j] = ge * v
+				}
 			}
 		}
 	})
 	return owned(tensor.Shape{op.k, op.n, op.d}, out), nil
 }
 
-// doBatch is Do through the slice forms FB and DFB, each called on a chunk
-// of whole rows per core.
+// doBatch is Do through the slice forms FB and DFB, called one row at a
+// time (a row-vector argument is the same slice for every row), with the
+// rows split across cores.
 func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
-	nd := op.n * op.d
-	args := in[:op.k]
-	chunk := func(lo, hi int) [][]float64 {
-		sub := make([][]float64, len(args))
-		for a, x := range args {
-			sub[a] = x[lo:hi]
-		}
-		return sub
-	}
-	cost := 2 * op.k // ns per element: a vectorisable loop over k slices
+	nd, d := op.n*op.d, op.d
+	cost := 2 * op.k * d // ns per row: a vectorisable loop over k slices
 	if !op.grad {
-		out := make([]float64, nd)
+		out := op.buf.take(nd) // the output, or a RowReduce's scratch
 		var sums []float64
 		if op.reduce {
 			sums = make([]float64, op.n)
 		}
-		parallelFor(nd, op.d, cost, func(lo, hi int) {
-			op.f.FB(chunk(lo, hi), out[lo:hi])
-			for i := lo / op.d; i < hi/op.d && op.reduce; i++ {
-				var s float64
-				for _, v := range out[i*op.d : (i+1)*op.d] {
-					s += v
+		parallelFor(op.n, 1, cost, func(lo, hi int) {
+			row := make([][]float64, op.k)
+			for i := lo; i < hi; i++ {
+				op.rows(in, i, row)
+				o := out[i*d : (i+1)*d]
+				op.f.FB(row, o)
+				if sums != nil {
+					var s float64
+					for _, v := range o {
+						s += v
+					}
+					sums[i] = s
 				}
-				sums[i] = s
 			}
 		})
-		if !op.reduce {
-			return owned(tensor.Shape{op.n, op.d}, out), nil
+		if op.reduce {
+			return owned(tensor.Shape{op.n}, sums), nil
 		}
-		return owned(tensor.Shape{op.n}, sums), nil
+		return owned(tensor.Shape{op.n, op.d}, out), nil
 	}
 	g := in[op.k]
-	lo, hi, shape := 0, op.k, tensor.Shape{op.k, op.n, op.d}
-	if op.one > 0 {
-		lo, hi, shape = op.one-1, op.one, tensor.Shape{op.n, op.d}
-	}
-	out := make([]float64, (hi-lo)*nd)
-	parallelFor(nd, op.d, cost*(hi-lo), func(e0, e1 int) {
-		sub := chunk(e0, e1)
-		for a := lo; a < hi; a++ {
-			part := out[(a-lo)*nd+e0 : (a-lo)*nd+e1]
-			op.f.DFB(sub, a, part)
-			if op.reduce {
-				for i := e0 / op.d; i < e1/op.d; i++ {
-					gi := g[i]
-					row := part[i*op.d-e0 : (i+1)*op.d-e0]
-					for j := range row {
-						row[j] *= gi
-					}
+	if op.one == 0 { // all k adjoints, unsummed, as a (k, n, d) tensor
+		out := op.buf.take(op.k * nd)
+		parallelFor(op.n, 1, cost, func(lo, hi int) {
+			row := make([][]float64, op.k)
+			for i := lo; i < hi; i++ {
+				op.rows(in, i, row)
+				for a := 0; a < op.k; a++ {
+					op.scaledPartial(row, a, g, i, out[a*nd+i*d:a*nd+(i+1)*d])
 				}
-				continue
 			}
-			for e, ge := range g[e0:e1] {
-				part[e] *= ge
+		})
+		return owned(tensor.Shape{op.k, op.n, op.d}, out), nil
+	}
+	a := op.one - 1
+	if !op.isRow(a) {
+		out := op.buf.take(nd)
+		parallelFor(op.n, 1, cost, func(lo, hi int) {
+			row := make([][]float64, op.k)
+			for i := lo; i < hi; i++ {
+				op.rows(in, i, row)
+				op.scaledPartial(row, a, g, i, out[i*d:(i+1)*d])
+			}
+		})
+		return owned(tensor.Shape{op.n, op.d}, out), nil
+	}
+	// A row-vector argument's adjoint is the column sum of the per-row
+	// adjoints; each chunk of rows sums into its own vector.
+	var mu sync.Mutex
+	out := op.buf.take(d)
+	clear(out)
+	parallelFor(op.n, 1, cost, func(lo, hi int) {
+		row, tmp, acc := make([][]float64, op.k), make([]float64, d), make([]float64, d)
+		for i := lo; i < hi; i++ {
+			op.rows(in, i, row)
+			op.scaledPartial(row, a, g, i, tmp)
+			for j, v := range tmp {
+				acc[j] += v
 			}
 		}
+		mu.Lock()
+		for j, v := range acc {
+			out[j] += v
+		}
+		mu.Unlock()
 	})
-	return owned(shape, out), nil
+	return owned(tensor.Shape{op.d}, out), nil
+}
+
+// scaledPartial writes ḡ ⊙ ∂F/∂x_a for row i into dst.
+func (op elemOp) scaledPartial(row [][]float64, a int, g []float64, i int, dst []float64) {
+	op.f.DFB(row, a, dst)
+	gr, gi := op.gRow(g, i)
+	if gr == nil {
+		for j := range dst {
+			dst[j] *= gi
+		}
+		return
+	}
+	for j, v := range gr {
+		dst[j] *= v
+	}
 }
 
 func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
@@ -266,7 +363,7 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 			adj := op
 			adj.grad, adj.one = true, a+1
 			var err error
-			if grads[a], err = G.ApplyOp(adj, append(append(G.Nodes(nil), in...), g)...); err != nil {
+			if grads[a], err = applyOp(adj, append(append(G.Nodes(nil), in...), g)...); err != nil {
 				return nil, err
 			}
 		}
@@ -275,14 +372,19 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	if !op.grad {
 		adj := op
 		adj.grad = true
-		all, err := G.ApplyOp(adj, append(append(G.Nodes(nil), in...), g)...)
+		all, err := applyOp(adj, append(append(G.Nodes(nil), in...), g)...)
 		if err != nil {
 			return nil, err
 		}
 		grads := make(G.Nodes, op.k)
 		for a := range grads {
-			if grads[a], err = G.ApplyOp(elemPickOp{a: a, k: op.k, n: op.n, d: op.d}, all); err != nil {
+			if grads[a], err = applyOp(elemPickOp{a: a, k: op.k, n: op.n, d: op.d}, all); err != nil {
 				return nil, err
+			}
+			if op.isRow(a) {
+				if grads[a], err = G.Sum(grads[a], 0); err != nil {
+					return nil, err
+				}
 			}
 		}
 		return grads, nil
@@ -296,7 +398,7 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	for i := range in {
 		for j := 0; j < i; j++ {
 			if orig[j] == orig[i] {
-				a, err := G.ApplyOp(aliasOp{slot: i, shape: in[i].Shape().Clone()}, in[i])
+				a, err := applyOp(aliasOp{slot: i, shape: in[i].Shape().Clone()}, in[i])
 				if err != nil {
 					return nil, err
 				}
@@ -306,7 +408,21 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 		}
 	}
 	args, gbar := in[:op.k], in[op.k]
-	val, err := op.f.Stock(args)
+	// Stock sees n×d matrices: row-vector arguments are broadcast. The
+	// partials are taken with respect to the broadcasts for the (k, n, d)
+	// adjoint (whose slices are n×d), and to the vectors themselves, so
+	// column-summed, for a single row-vector adjoint.
+	full := append(G.Nodes(nil), args...)
+	for a := range full {
+		if op.isRow(a) {
+			b, err := BroadcastTo(args[a], tensor.Shape{op.n, op.d}, []int{0})
+			if err != nil {
+				return nil, err
+			}
+			full[a] = b
+		}
+	}
+	val, err := op.f.Stock(full)
 	if err != nil {
 		return nil, fmt.Errorf("graph.%s: Stock: %w", op.f.Name, err)
 	}
@@ -316,22 +432,26 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 			return nil, err
 		}
 	}
-	adj, err := partials(G.Nodes{val}, G.Nodes{seed}, args)
-	if err != nil {
-		return nil, err
-	}
 	if op.one > 0 {
+		adj, err := partials(G.Nodes{val}, G.Nodes{seed}, args)
+		if err != nil {
+			return nil, err
+		}
 		if adj[op.one-1] == nil {
 			return make(G.Nodes, len(in)), nil
 		}
 		return partials(G.Nodes{adj[op.one-1]}, G.Nodes{g}, in)
+	}
+	adj, err := partials(G.Nodes{val}, G.Nodes{seed}, full)
+	if err != nil {
+		return nil, err
 	}
 	var outs, seeds G.Nodes
 	for a, n := range adj {
 		if n == nil {
 			continue
 		}
-		h, err := G.ApplyOp(elemPickOp{a: a, k: op.k, n: op.n, d: op.d}, g)
+		h, err := applyOp(elemPickOp{a: a, k: op.k, n: op.n, d: op.d}, g)
 		if err != nil {
 			return nil, err
 		}
@@ -367,10 +487,12 @@ func (op elemPickOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	nd := op.n * op.d
-	return owned(tensor.Shape{op.n, op.d}, append([]float64(nil), x[op.a*nd:(op.a+1)*nd]...)), nil
+	out := op.buf.take(nd)
+	copy(out, x[op.a*nd:(op.a+1)*nd])
+	return owned(tensor.Shape{op.n, op.d}, out), nil
 }
 func (op elemPickOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
-	p, err := G.ApplyOp(elemPlaceOp(op), g)
+	p, err := applyOp(elemPlaceOp(op), g)
 	return G.Nodes{p}, err
 }
 
@@ -393,12 +515,13 @@ func (op elemPlaceOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	nd := op.n * op.d
-	out := make([]float64, op.k*nd)
+	out := op.buf.take(op.k * nd)
+	clear(out)
 	copy(out[op.a*nd:], x)
 	return owned(tensor.Shape{op.k, op.n, op.d}, out), nil
 }
 func (op elemPlaceOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
-	p, err := G.ApplyOp(elemPickOp(op), g)
+	p, err := applyOp(elemPickOp(op), g)
 	return G.Nodes{p}, err
 }
 
@@ -427,3 +550,9 @@ func (op aliasOp) Do(vs ...G.Value) (G.Value, error) {
 	return owned(op.shape.Clone(), append([]float64(nil), x...)), nil
 }
 func (op aliasOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) { return G.Nodes{g}, nil }
+
+func (op elemOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+func (op elemPickOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+func (op elemPlaceOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

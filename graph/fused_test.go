@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // testElem is a(b²) + exp(a)·c − c/b: every argument enters nonlinearly and
@@ -81,8 +82,12 @@ func TestFusedElemFunc(t *testing.T) {
 		a, b := matrix(g, "a", 3, 4, randMat(rng, 3, 4)...), matrix(g, "b", 3, 4, pos(rng, 3, 4)...)
 		return nonlinearCost(t, rng, must(RowReduce(testElem, b, b, a))), G.Nodes{a, b}
 	})
-	if _, err := Map(testElem, a, b, must(Diag(must(MatMul(a, a, true, false))))); err == nil {
-		t.Fatal("Map over a vector: want a shape error")
+	if _, err := Map(testElem, a, b, must(Diag(must(MatMul(a, a, false, true))))); err == nil {
+		t.Fatal("Map with a 3-vector among 3×4 matrices: want a shape error")
+	}
+	v := vec(g, "v", 1, 2, 3, 4)
+	if _, err := Map(testElem, v, v, v); err == nil {
+		t.Fatal("Map of vectors only: want a shape error")
 	}
 }
 
@@ -213,6 +218,75 @@ func TestFusedParallelChunks(t *testing.T) {
 				if reduce && math.Abs(yv[i]-sum) > 1e-11*(1+math.Abs(sum)) {
 					t.Fatalf("%s RowReduce[%d] = %v, want %v", f.Name, i, yv[i], sum)
 				}
+			}
+		}
+	}
+}
+
+// A d-vector argument stands for the matrix with it in every row: values
+// and gradients equal those with an explicit BroadcastTo, for both forms
+// of the function, Map and RowReduce, small and split across cores; the
+// derivatives check out at both orders.
+func TestFusedRowVectorArguments(t *testing.T) {
+	batch := testElemBatch()
+	for _, sz := range [][2]int{{3, 4}, {301, 257}} {
+		n, d := sz[0], sz[1]
+		for _, f := range []*ElemFunc{testElem, &batch} {
+			for _, reduce := range []bool{false, true} {
+				var vals [2][]float64
+				for i, explicit := range []bool{true, false} {
+					g := G.NewGraph()
+					rng := rand.New(rand.NewPCG(55, 56))
+					a, c := matrix(g, "a", n, d, randMat(rng, n, d)...), matrix(g, "c", n, d, randMat(rng, n, d)...)
+					bv := randMat(rng, d, 1)
+					for j := range bv {
+						bv[j] = 1 + math.Abs(bv[j])
+					}
+					b := vec(g, "b", bv...)
+					arg := b
+					if explicit {
+						arg = must(BroadcastTo(b, tensor.Shape{n, d}, []int{0}))
+					}
+					apply := Map
+					if reduce {
+						apply = RowReduce
+					}
+					y := must(apply(f, a, arg, c))
+					cost := nonlinearCost(t, rng, y)
+					gr, err := Grad(cost, a, b, c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !explicit && !sameShape(gr[1].Shape(), tensor.Shape{d}) {
+						t.Fatalf("gradient of the row vector has shape %v", gr[1].Shape())
+					}
+					p := run(t, g, append(G.Nodes{y}, gr...)...)
+					for _, nd := range append(G.Nodes{y}, gr...) {
+						v, _ := p.Float64s(nd)
+						vals[i] = append(vals[i], v...)
+					}
+				}
+				for e := range vals[0] {
+					if math.Abs(vals[0][e]-vals[1][e]) > 1e-12*(1+math.Abs(vals[0][e])) {
+						t.Fatalf("%dx%d %s reduce=%v: value %d: broadcast %v, row vector %v", n, d, f.Name, reduce, e, vals[0][e], vals[1][e])
+					}
+				}
+				if n > 3 {
+					continue
+				}
+				checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+					a, c := matrix(g, "a", n, d, randMat(rng, n, d)...), matrix(g, "c", n, d, randMat(rng, n, d)...)
+					bv := randMat(rng, d, 1)
+					for j := range bv {
+						bv[j] = 1 + math.Abs(bv[j])
+					}
+					b := vec(g, "b", bv...)
+					apply := Map
+					if reduce {
+						apply = RowReduce
+					}
+					return nonlinearCost(t, rng, must(apply(f, a, b, c))), G.Nodes{a, b, c}
+				})
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -89,3 +90,50 @@ func TestGradOfGradExp(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// Every node of a graph, gradients included, owns its output buffer, and
+// outputs that are reused across runs give the same values every run.
+func TestOutputBuffersPerNode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(95, 96))
+	g := G.NewGraph()
+	x := matrix(g, "x", 4, 3, randMat(rng, 4, 3)...)
+	z := matrix(g, "z", 5, 3, randMat(rng, 5, 3)...)
+	k := must(MatMul(x, z, false, true))
+	k2 := must(MatMul(x, z, false, true)) // the same node: Gorgonia merges equal ops
+	cost := must(G.Sum(must(G.HadamardProd(must(AddN(k, k2, must(Exp(k)))), k))))
+	gr, err := Grad(cost, x, z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sharedBuffers(g); err != nil {
+		t.Fatal(err)
+	}
+	p := run(t, g, append(G.Nodes{cost}, gr...)...)
+	first, _ := p.Float64s(gr[0])
+	c1, _ := p.Scalar(cost)
+	for range 3 {
+		if err := p.Run(); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := p.Float64s(gr[0])
+		c2, _ := p.Scalar(cost)
+		if c2 != c1 {
+			t.Fatalf("cost %v on a later run, %v on the first", c2, c1)
+		}
+		for i := range first {
+			if again[i] != first[i] {
+				t.Fatalf("gradient[%d] %v on a later run, %v on the first", i, again[i], first[i])
+			}
+		}
+	}
+	// An op value applied twice without applyOp shares its buffer: Compile
+	// refuses the graph.
+	g2 := G.NewGraph()
+	a := matrix(g2, "a", 2, 2, 1, 2, 3, 4)
+	op := specialOp{fn: fnExp, d: 2, pureOp: pureOp{buf: &outBuf{}}}
+	e1 := must(G.ApplyOp(op, a))
+	e2 := must(G.ApplyOp(op, must(G.Neg(a))))
+	if _, err := Compile(g2, e1, e2); err == nil {
+		t.Fatal("two nodes sharing an output buffer: want a Compile error")
+	}
+}

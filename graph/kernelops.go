@@ -29,9 +29,9 @@ func SqDist(x, z *G.Node) (*G.Node, error) {
 		return nil, fmt.Errorf("graph.SqDist: want n×d and m×d matrices, got %v and %v", xs, zs)
 	}
 	if x == z {
-		return G.ApplyOp(sqDistSelfOp{n: xs[0], d: xs[1]}, x)
+		return applyOp(sqDistSelfOp{n: xs[0], d: xs[1]}, x)
 	}
-	return G.ApplyOp(sqDistOp{n: xs[0], m: zs[0], d: xs[1]}, x, z)
+	return applyOp(sqDistOp{n: xs[0], m: zs[0], d: xs[1]}, x, z)
 }
 
 func (op sqDistOp) Arity() int    { return 2 }
@@ -54,7 +54,7 @@ func (op sqDistOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	n, m, d := op.n, op.m, op.d
-	out := make([]float64, n*m)
+	out := op.buf.take(n * m)
 	multiplyAdds.Add(int64(n) * int64(m) * int64(d))
 	blas64.Gemm(blas.NoTrans, blas.Trans, -2,
 		blas64.General{Rows: n, Cols: d, Stride: d, Data: x},
@@ -123,7 +123,7 @@ func IntPow(x *G.Node, p int) (*G.Node, error) {
 	if p < 0 {
 		return nil, fmt.Errorf("graph.IntPow: negative power %d", p)
 	}
-	return G.ApplyOp(intPowOp{p: p, shape: x.Shape()}, x)
+	return applyOp(intPowOp{p: p, shape: x.Shape()}, x)
 }
 
 func (op intPowOp) Arity() int                                     { return 1 }
@@ -138,7 +138,7 @@ func (op intPowOp) Do(vs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float64, len(x))
+	out := op.buf.take(len(x))
 	for i, v := range x {
 		r, b, e := 1.0, v, op.p
 		for e > 0 {
@@ -167,3 +167,7 @@ func (op intPowOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	d, err = G.HadamardProd(d, G.NewConstant(float64(op.p)))
 	return G.Nodes{d}, err
 }
+
+func (op sqDistOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+func (op intPowOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

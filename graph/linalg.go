@@ -40,7 +40,7 @@ func Cholesky(a *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return G.ApplyOp(choleskyOp{n: n}, a)
+	return applyOp(choleskyOp{n: n}, a)
 }
 
 func (op choleskyOp) Arity() int    { return 1 }
@@ -71,7 +71,8 @@ func (op choleskyOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	var l mat.TriDense
 	c.LTo(&l)
-	out := make([]float64, n*n)
+	out := op.buf.take(n * n)
+	clear(out)
 	for i := 0; i < n; i++ {
 		for j := 0; j <= i; j++ {
 			out[i*n+j] = l.At(i, j)
@@ -134,7 +135,7 @@ func TriSolve(t, b *G.Node, lower, trans bool) (*G.Node, error) {
 	default:
 		return nil, fmt.Errorf("graph.TriSolve: right-hand side of shape %v does not match %d×%d", s, n, n)
 	}
-	return G.ApplyOp(op, t, b)
+	return applyOp(op, t, b)
 }
 
 func (op triSolveOp) Arity() int { return 2 }
@@ -167,7 +168,8 @@ func (op triSolveOp) Do(vs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := append([]float64(nil), b...)
+	x := op.buf.take(len(b))
+	copy(x, b)
 	uplo, tr := blas.Upper, blas.NoTrans
 	if op.lower {
 		uplo = blas.Lower
@@ -227,3 +229,7 @@ func Outer(a, b *G.Node) (*G.Node, error) {
 	}
 	return MatMul(ac, br, false, false)
 }
+
+func (op choleskyOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+func (op triSolveOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

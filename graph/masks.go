@@ -26,7 +26,7 @@ func TriMask(x *G.Node, lower bool, diag float64) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return G.ApplyOp(triMaskOp{n: n, lower: lower, diag: diag}, x)
+	return applyOp(triMaskOp{n: n, lower: lower, diag: diag}, x)
 }
 
 func (op triMaskOp) Arity() int    { return 1 }
@@ -46,7 +46,8 @@ func (op triMaskOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	n := op.n
-	out := make([]float64, n*n)
+	out := op.buf.take(n * n)
+	clear(out)
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
 			switch {
@@ -60,7 +61,7 @@ func (op triMaskOp) Do(vs ...G.Value) (G.Value, error) {
 	return owned(tensor.Shape{n, n}, out), nil
 }
 func (op triMaskOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
-	r, err := G.ApplyOp(op, g)
+	r, err := applyOp(op, g)
 	return G.Nodes{r}, err
 }
 
@@ -75,7 +76,7 @@ func Sym(x *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return G.ApplyOp(symOp{n: n}, x)
+	return applyOp(symOp{n: n}, x)
 }
 
 func (op symOp) Arity() int                                     { return 1 }
@@ -91,7 +92,7 @@ func (op symOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	n := op.n
-	out := make([]float64, n*n)
+	out := op.buf.take(n * n)
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
 			out[i*n+j] = 0.5 * (x[i*n+j] + x[j*n+i])
@@ -100,7 +101,7 @@ func (op symOp) Do(vs ...G.Value) (G.Value, error) {
 	return owned(tensor.Shape{n, n}, out), nil
 }
 func (op symOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
-	r, err := G.ApplyOp(op, g)
+	r, err := applyOp(op, g)
 	return G.Nodes{r}, err
 }
 
@@ -118,7 +119,7 @@ func Diag(x *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return G.ApplyOp(diagOp{n: n, toVec: true}, x)
+	return applyOp(diagOp{n: n, toVec: true}, x)
 }
 
 // DiagMatrix returns the square matrix with v on its diagonal.
@@ -127,7 +128,7 @@ func DiagMatrix(v *G.Node) (*G.Node, error) {
 	if len(s) != 1 {
 		return nil, fmt.Errorf("graph.DiagMatrix: want a vector, got shape %v", s)
 	}
-	return G.ApplyOp(diagOp{n: s[0]}, v)
+	return applyOp(diagOp{n: s[0]}, v)
 }
 
 func (op diagOp) Arity() int { return 1 }
@@ -160,14 +161,15 @@ func (op diagOp) Do(vs ...G.Value) (G.Value, error) {
 		}
 		return owned(tensor.Shape{n}, out), nil
 	}
-	out := make([]float64, n*n)
+	out := op.buf.take(n * n)
+	clear(out)
 	for i := 0; i < n; i++ {
 		out[i*n+i] = x[i]
 	}
 	return owned(tensor.Shape{n, n}, out), nil
 }
 func (op diagOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
-	r, err := G.ApplyOp(diagOp{n: op.n, toVec: !op.toVec}, g)
+	r, err := applyOp(diagOp{n: op.n, toVec: !op.toVec}, g)
 	return G.Nodes{r}, err
 }
 
@@ -185,3 +187,9 @@ func LogDetChol(l *G.Node) (*G.Node, error) {
 	}
 	return G.HadamardProd(d, G.NewConstant(2.0))
 }
+
+func (op triMaskOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+func (op symOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+func (op diagOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

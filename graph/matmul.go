@@ -53,9 +53,9 @@ func MatMul(a, b *G.Node, transA, transB bool) (*G.Node, error) {
 	}
 	op.n = n
 	if a == b && !transA && transB {
-		return G.ApplyOp(gramOp{n: op.m, d: op.k}, a)
+		return applyOp(gramOp{n: op.m, d: op.k}, a)
 	}
-	return G.ApplyOp(op, a, b)
+	return applyOp(op, a, b)
 }
 
 func (op matMulOp) Arity() int    { return 2 }
@@ -79,7 +79,7 @@ func (op matMulOp) Do(vs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := make([]float64, op.m*op.n)
+	c := op.buf.take(op.m * op.n)
 	multiplyAdds.Add(int64(op.m) * int64(op.n) * int64(op.k))
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if op.ta {
@@ -114,3 +114,5 @@ func (op matMulOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	}
 	return G.Nodes{ga, gb}, err
 }
+
+func (op matMulOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

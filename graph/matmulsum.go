@@ -41,7 +41,7 @@ func sumOfProducts(ns G.Nodes) (G.Nodes, error) {
 	if len(terms) < 2 {
 		return ns, nil
 	}
-	s, err := G.ApplyOp(matMulSumOp{terms: terms}, args...)
+	s, err := applyOp(matMulSumOp{terms: terms}, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (op matMulSumOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	m, n := op.terms[0].m, op.terms[0].n
-	c := make([]float64, m*n)
+	c := op.buf.take(m * n)
 	var terms []gemm.Term
 	var outer []int
 	for i, t := range op.terms {
@@ -151,3 +151,5 @@ func (op matMulSumOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	}
 	return grads, nil
 }
+
+func (op matMulSumOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

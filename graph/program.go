@@ -11,7 +11,9 @@ import (
 // Program is a compiled graph whose chosen outputs are copied out after each
 // run. Gorgonia reuses registers in place, so reading an intermediate node's
 // Value after a run can return clobbered data; Program reads through
-// gorgonia.Read instead.
+// gorgonia.Read instead. The nodes of this package keep their output
+// buffers from run to run, so two programs of one graph must not run at the
+// same time.
 type Program struct {
 	g     *G.ExprGraph
 	m     G.VM
@@ -28,6 +30,9 @@ func Compile(g *G.ExprGraph, outputs ...*G.Node) (*Program, error) {
 		if c := children(n)[0]; c.Op() == nil || c.IsVar() {
 			return nil, fmt.Errorf("graph: gorgonia.Reshape of input %q would let in-place ops overwrite its value; use graph.Reshape", c.Name())
 		}
+	}
+	if err := sharedBuffers(g); err != nil {
+		return nil, err
 	}
 	p := &Program{g: g, reads: map[*G.Node]*G.Value{}}
 	var roots G.Nodes
@@ -56,6 +61,7 @@ func (p *Program) Run() (err error) {
 		}
 	}()
 	defer p.m.Reset()
+	runEpoch.Add(1) // every node's output buffer may be reused (see outBuf)
 	if err := p.m.RunAll(); err != nil {
 		// Gorgonia's VM flattens error chains into text; restore the one
 		// that callers act on.

@@ -29,7 +29,7 @@ func RowSum3(a, b, c *G.Node, k float64) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return G.ApplyOp(rowSum3Op{n: n, d: d, k: k}, a, b, c)
+	return applyOp(rowSum3Op{n: n, d: d, k: k}, a, b, c)
 }
 
 func (op rowSum3Op) Arity() int    { return 3 }
@@ -96,7 +96,7 @@ func RowScale2(x, y, r *G.Node, k float64) (*G.Node, error) {
 	if rs := r.Shape(); len(rs) != 1 || rs[0] != n {
 		return nil, fmt.Errorf("graph.RowScale2: want a %d-vector of row scales, got shape %v", n, rs)
 	}
-	return G.ApplyOp(rowScale2Op{n: n, d: d, k: k}, x, y, r)
+	return applyOp(rowScale2Op{n: n, d: d, k: k}, x, y, r)
 }
 
 func (op rowScale2Op) Arity() int    { return 3 }
@@ -115,7 +115,7 @@ func (op rowScale2Op) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	x, y, r := m[0], m[1], m[2]
-	out := make([]float64, op.n*op.d)
+	out := op.buf.take(op.n * op.d)
 	parallelFor(op.n, 1, 2*op.d, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			s := op.k * r[i]
@@ -163,3 +163,5 @@ func float64sAll(vs []G.Value) ([][]float64, error) {
 	}
 	return out, nil
 }
+
+func (op rowScale2Op) withBuf(b *outBuf) G.Op { op.buf = b; return op }

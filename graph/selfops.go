@@ -32,7 +32,7 @@ func (op gramOp) Hashcode() uint32      { return hashOf(op) }
 func (op gramOp) DiffWRT(int) []bool    { return []bool{true} }
 
 func (op gramOp) Do(vs ...G.Value) (G.Value, error) {
-	return matMulOp{tb: true, m: op.n, k: op.d, n: op.n, ar: op.n, ac: op.d, br: op.n, bc: op.d}.Do(vs[0], vs[0])
+	return matMulOp{pureOp: op.pureOp, tb: true, m: op.n, k: op.d, n: op.n, ar: op.n, ac: op.d, br: op.n, bc: op.d}.Do(vs[0], vs[0])
 }
 
 // SymDiff: Ā = (Ḡ + Ḡᵀ)·A = 2·Sym(Ḡ)·A.
@@ -61,7 +61,7 @@ func (op sqDistSelfOp) Hashcode() uint32      { return hashOf(op) }
 func (op sqDistSelfOp) DiffWRT(int) []bool    { return []bool{true} }
 
 func (op sqDistSelfOp) Do(vs ...G.Value) (G.Value, error) {
-	return sqDistOp{n: op.n, m: op.n, d: op.d}.Do(vs[0], vs[0])
+	return sqDistOp{pureOp: op.pureOp, n: op.n, m: op.n, d: op.d}.Do(vs[0], vs[0])
 }
 
 // SymDiff: with S = Sym(D̄), X̄ = 4(rowsum(S) ⊙ X − S·X).
@@ -74,3 +74,6 @@ func (op sqDistSelfOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	r := e.Do(G.Sub(a, e.Do(MatMul(s, x, false, false))))
 	return G.Nodes{e.Do(G.HadamardProd(r, G.NewConstant(4.0)))}, e.Err
 }
+
+func (op gramOp) withBuf(b *outBuf) G.Op       { op.buf = b; return op }
+func (op sqDistSelfOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

@@ -114,7 +114,7 @@ func applySpecial(fn specialFn, x *G.Node) (*G.Node, error) {
 	if x.Dtype() != tensor.Float64 {
 		return nil, fmt.Errorf("graph.%v: %v has dtype %v, want float64", fn, x.Name(), x.Dtype())
 	}
-	return G.ApplyOp(specialOp{fn: fn, d: x.Dims()}, x)
+	return applyOp(specialOp{fn: fn, d: x.Dims()}, x)
 }
 
 func (op specialOp) Arity() int    { return 1 }
@@ -132,7 +132,7 @@ func (op specialOp) Do(vs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float64, len(x))
+	out := op.buf.take(len(x))
 	cost := 30 // ns per element: erfc, or a continued fraction in the tail
 	if op.fn == fnExp {
 		cost = 5
@@ -268,3 +268,5 @@ func millsGap(x float64) float64 {
 // the sum suffers far in the lower tail. It is the curvature term of log Φ:
 // d²/dx² log Φ(x) = −λ(x)(x + λ(x)).
 func MillsGap(x *G.Node) (*G.Node, error) { return millsGapNode(x) }
+
+func (op specialOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

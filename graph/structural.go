@@ -25,7 +25,7 @@ func BroadcastTo(x *G.Node, out tensor.Shape, axes []int) (*G.Node, error) {
 	if !sameShape(want, x.Shape()) && want.TotalSize() != x.Shape().TotalSize() {
 		return nil, fmt.Errorf("graph.BroadcastTo: %v cannot broadcast to %v along %v", x.Shape(), out, axes)
 	}
-	return G.ApplyOp(broadcastOp{out: out.Clone(), axes: append([]int(nil), axes...)}, x)
+	return applyOp(broadcastOp{out: out.Clone(), axes: append([]int(nil), axes...)}, x)
 }
 
 func removeAxes(s tensor.Shape, axes []int) tensor.Shape {
@@ -60,7 +60,7 @@ func (op broadcastOp) Do(vs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float64, op.out.TotalSize())
+	out := op.buf.take(op.out.TotalSize())
 	isAx := make([]bool, len(op.out))
 	for _, a := range op.axes {
 		isAx[a] = true
@@ -133,7 +133,7 @@ func Take(x *G.Node, axis, start, end int) (*G.Node, error) {
 	if axis < 0 || axis >= len(s) || start < 0 || end > s[axis] || start >= end {
 		return nil, fmt.Errorf("graph.Take: range [%d,%d) of axis %d is outside shape %v", start, end, axis, s)
 	}
-	return G.ApplyOp(takeOp{in: s, axis: axis, start: start, end: end}, x)
+	return applyOp(takeOp{in: s, axis: axis, start: start, end: end}, x)
 }
 
 // Scatter embeds x at offset start along axis of a zero tensor of shape out.
@@ -142,7 +142,7 @@ func Scatter(x *G.Node, out tensor.Shape, axis, start int) (*G.Node, error) {
 	if len(s) != len(out) || start+s[axis] > out[axis] {
 		return nil, fmt.Errorf("graph.Scatter: %v does not fit in %v at %d along %d", s, out, start, axis)
 	}
-	return G.ApplyOp(scatterOp{out: out.Clone(), axis: axis, start: start, n: s[axis]}, x)
+	return applyOp(scatterOp{out: out.Clone(), axis: axis, start: start, n: s[axis]}, x)
 }
 
 func (op takeOp) Arity() int                                     { return 1 }
@@ -211,7 +211,8 @@ func (op scatterOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	outer, inner := blocks(op.out, op.axis)
-	out := make([]float64, op.out.TotalSize())
+	out := op.buf.take(op.out.TotalSize())
+	clear(out)
 	for o := 0; o < outer; o++ {
 		dst := (o*op.out[op.axis] + op.start) * inner
 		src := o * op.n * inner
@@ -243,7 +244,7 @@ func Reshape(x *G.Node, to tensor.Shape) (*G.Node, error) {
 	if sameShape(from, to) {
 		return x, nil
 	}
-	return G.ApplyOp(reshapeOp{from: from.Clone(), to: to.Clone()}, x)
+	return applyOp(reshapeOp{from: from.Clone(), to: to.Clone()}, x)
 }
 
 func (op reshapeOp) Arity() int                                     { return 1 }
@@ -304,3 +305,7 @@ func Column(x *G.Node, j int) (*G.Node, error) {
 	}
 	return Reshape(c, tensor.Shape{x.Shape()[0]})
 }
+
+func (op broadcastOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+func (op scatterOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
