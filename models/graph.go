@@ -61,17 +61,21 @@ func (t *trainGraph) noiseNode(rows int, given feed) (*G.Node, error) {
 	return graph.BroadcastTo(v, tensor.Shape{rows, t.m.D}, []int{0})
 }
 
-// logNoiseNode is log V for noiseNode's V: the learned raw parameter
-// broadcast (no logarithm per element), or the log of the given variances.
-func (t *trainGraph) logNoiseNode(rows int, given feed) (*G.Node, error) {
+// noiseArgs returns V and log V for the fused input terms: the given
+// B×D variances fed per batch and their logarithm, or the learned
+// per-dimension variances and their raw parameter (log V) as D-vectors,
+// which graph.RowReduce treats as rows shared by the batch (no broadcast
+// node, no logarithm per element).
+func (t *trainGraph) noiseArgs(given feed) (v, logV *G.Node, err error) {
 	if t.m.logNoise == nil {
-		return G.Log(given.node)
+		logV, err = G.Log(given.node)
+		return given.node, logV, err
 	}
-	r, err := t.s.Raw(t.m.logNoise)
-	if err != nil {
-		return nil, err
+	if v, err = t.s.Node(t.m.logNoise); err != nil {
+		return nil, nil, err
 	}
-	return graph.BroadcastTo(r, tensor.Shape{rows, t.m.D}, []int{0})
+	logV, err = t.s.Raw(t.m.logNoise)
+	return v, logV, err
 }
 
 func (m *Model) buildTrain(B int) (*trainGraph, error) {
@@ -188,7 +192,8 @@ type trainingData struct {
 //
 // q = e^ℓ and log V come in as nodes (q is shared with the sample; log V of
 // a learned noise is its raw parameter), so the fused op (graph.RowReduce)
-// evaluates no exponential or logarithm per element. As seventeen stock
+// evaluates no exponential or logarithm per element; a learned V and log V
+// are D-vectors shared by every row. As seventeen stock
 // nodes the terms cost NIMGP and NIMGP_NN 18 ms of an MNIST step; fused
 // with the exponentials inside, 15 ms, two thirds of it in math.Exp.
 func gaussianInputTerms(xt, mu, logv, q, noise, logNoise *G.Node, s float64) (*G.Node, error) {

@@ -26,11 +26,7 @@ func (t *trainGraph) latentInputs() (x, extra *G.Node, err error) {
 	if m.logNoise == nil {
 		t.v = newFeed(t.g, "noise", t.B, m.D)
 	}
-	noise, err := t.noiseNode(t.B, t.v)
-	if err != nil {
-		return nil, nil, err
-	}
-	logNoise, err := t.logNoiseNode(t.B, t.v)
+	noise, logNoise, err := t.noiseArgs(t.v)
 	if err != nil {
 		return nil, nil, err
 	}
