@@ -37,6 +37,26 @@ type BenchStats struct {
 	// MultiplyAdds is the number of multiply-adds in the iteration's matrix
 	// products (graph.MultiplyAdds), independent of the machine.
 	MultiplyAdds int64
+	// Times are the iteration times in milliseconds, one per round, in
+	// round order (see PairedRatio).
+	Times []float64
+}
+
+// PairedRatio is the median over rounds of a's iteration time divided by
+// b's in the same round. Both were timed within milliseconds of each
+// other, so a change in the machine's speed between rounds cancels; on a
+// shared machine it is steadier than the ratio of the medians.
+func PairedRatio(a, b BenchStats) float64 {
+	n := min(len(a.Times), len(b.Times))
+	if n == 0 {
+		return 0
+	}
+	r := make([]float64, n)
+	for i := range r {
+		r[i] = a.Times[i] / b.Times[i]
+	}
+	sort.Float64s(r)
+	return quantile(r, 0.5)
 }
 
 // BenchStep returns the median milliseconds per training iteration (one
@@ -55,8 +75,9 @@ func BenchStep(kind Kind, config string, iters int) (float64, error) {
 // first and then stepped in turn, one iteration each per round, so that a
 // change in the machine's speed during the run (frequent on shared
 // machines: single-model runs gave MNIST ratios from 1.2 to 1.6 for the
-// same build) affects every model alike and the ratios of the medians are
-// stable.
+// same build) affects every model alike. The order rotates from round to
+// round, so that no model always follows the same one (and inherits, say,
+// the garbage it left for the collector).
 func Bench(kinds []Kind, config string, iters int) ([]BenchStats, error) {
 	cfg, ok := BenchConfigs[config]
 	if !ok {
@@ -87,7 +108,9 @@ func Bench(kinds []Kind, config string, iters int) ([]BenchStats, error) {
 	macs := make([]int64, len(kinds))
 	for it := -2; it < iters; it++ {
 		b := batches[(it+2)%len(batches)]
-		for i, r := range runs {
+		for q := range runs {
+			i := (q + it + 2) % len(runs)
+			r := runs[i]
 			m0, t0 := graph.MultiplyAdds(), time.Now()
 			if err := r.step(b); err != nil {
 				return nil, fmt.Errorf("%s: %w", kinds[i], err)
@@ -100,12 +123,14 @@ func Bench(kinds []Kind, config string, iters int) ([]BenchStats, error) {
 	}
 	out := make([]BenchStats, len(kinds))
 	for i, t := range times {
-		sort.Float64s(t)
-		med := quantile(t, 0.5)
+		sorted := append([]float64(nil), t...)
+		sort.Float64s(sorted)
+		med := quantile(sorted, 0.5)
 		out[i] = BenchStats{
 			Milliseconds: med,
-			Spread:       (quantile(t, 0.75) - quantile(t, 0.25)) / med,
+			Spread:       (quantile(sorted, 0.75) - quantile(sorted, 0.25)) / med,
 			MultiplyAdds: macs[i] / int64(iters),
+			Times:        t,
 		}
 	}
 	return out, nil

@@ -20,7 +20,9 @@ waveform (batch 50, M = 50, C = 3, d = 21, SE kernel) or mnist (batch 200,
 M = 100, C = 10, d = 784, polynomial kernel). The models are built first and
 stepped in turn, so a drift in the machine's speed hits them alike. Prints
 the median milliseconds per iteration per model, the interquartile spread,
-the ratio to MGP when MGP is timed too, then the multiply-adds of the iteration's
+the ratio to MGP when MGP is timed too (the median over rounds of the two
+models' times in the same round, which cancels drifts in the machine's
+speed), then the multiply-adds of the iteration's
 matrix products (machine-independent: the ratio that time ratios tend to
 once products dominate) and the rate achieved.`)
 	model := f.String("model", "all", "model `NAME`: "+kindList()+" or all")
@@ -65,9 +67,9 @@ once products dominate) and the rate achieved.`)
 	} else {
 		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %10s  %8s\n", "model", "ms/iter", "spread", "GMAC/iter", "GMAC/s")
 	}
-	var base, baseMACs float64
+	var baseMACs float64
 	if all {
-		base, baseMACs = stats[mgp].Milliseconds, float64(stats[mgp].MultiplyAdds)/1e9
+		baseMACs = float64(stats[mgp].MultiplyAdds) / 1e9
 	}
 	for i, k := range kinds {
 		st := stats[i]
@@ -75,7 +77,7 @@ once products dominate) and the rate achieved.`)
 		rate := gmac / (ms / 1000)
 		spread := fmt.Sprintf("%.0f%%", 100*st.Spread)
 		if all {
-			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %12.2f  %10.3f  %10.2f  %8.2f\n", k, ms, spread, ms/base, gmac, gmac/baseMACs, rate)
+			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %12.2f  %10.3f  %10.2f  %8.2f\n", k, ms, spread, models.PairedRatio(st, stats[mgp]), gmac, gmac/baseMACs, rate)
 		} else {
 			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %10.3f  %8.2f\n", k, ms, spread, gmac, rate)
 		}
