@@ -103,12 +103,19 @@ type elemOp struct {
 	// rowArgs has bit a set when argument a is a d-vector (the same row
 	// for every row).
 	rowArgs uint64
+	// addend, on the adjoint of one matrix argument, adds a last input
+	// (another gradient contribution of that argument) to the output: the
+	// sum costs no separate pass (see withAddend).
+	addend bool
 }
 
 func (op elemOp) isRow(a int) bool { return op.rowArgs&(1<<a) != 0 }
 
 func (op elemOp) Arity() int {
-	if op.grad {
+	switch {
+	case op.addend:
+		return op.k + 2
+	case op.grad:
 		return op.k + 1
 	}
 	return op.k
@@ -130,7 +137,11 @@ func (op elemOp) Type() hm.Type {
 		if op.one > 0 {
 			out = ins[op.one-1]
 		}
-		return fnType(out, append(ins, g)...)
+		ins = append(ins, g)
+		if op.addend {
+			ins = append(ins, 2)
+		}
+		return fnType(out, ins...)
 	}
 	if op.reduce {
 		return fnType(1, ins...)
@@ -160,6 +171,9 @@ func (op elemOp) String() string {
 	dims := fmt.Sprintf("%dx%d", op.n, op.d)
 	if op.rowArgs != 0 {
 		dims += fmt.Sprintf(",rows%b", op.rowArgs)
+	}
+	if op.addend {
+		dims += ",+addend"
 	}
 	if op.grad && op.one > 0 {
 		return fmt.Sprintf("%s(%s)'%d(%s)", kind, op.f.Name, op.one-1, dims)
@@ -313,7 +327,13 @@ func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 			row := make([][]float64, op.k)
 			for i := lo; i < hi; i++ {
 				op.rows(in, i, row)
-				op.scaledPartial(row, a, g, i, out[i*d:(i+1)*d])
+				o := out[i*d : (i+1)*d]
+				op.scaledPartial(row, a, g, i, o)
+				if op.addend {
+					for j, v := range in[op.k+1][i*d : (i+1)*d] {
+						o[j] += v
+					}
+				}
 			}
 		})
 		return owned(tensor.Shape{op.n, op.d}, out), nil
@@ -389,6 +409,12 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 		}
 		return grads, nil
 	}
+	if op.addend { // the addend's gradient is g; the rest as without it
+		plain := op
+		plain.addend = false
+		grads, err := plain.SymDiff(in[:op.k+1], out, g)
+		return append(grads, g), err
+	}
 	// The adjoints' own adjoint: rebuild each ḡ ⊙ ∂F/∂x_a from stock nodes
 	// and pull slice a of g back through it to every input, ḡ included.
 	// A node passed in two argument slots gets a copy per extra slot, so
@@ -461,6 +487,25 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 		return make(G.Nodes, len(in)), nil
 	}
 	return partials(outs, seeds, in)
+}
+
+// takesAddend reports whether n is the adjoint of one matrix argument of a
+// fused function (with the slice forms), which withAddend can extend.
+func takesAddend(n *G.Node) bool {
+	op, is := n.Op().(elemOp)
+	return is && op.grad && op.one > 0 && !op.addend && !op.isRow(op.one-1)
+}
+
+// withAddend returns the adjoint node n (see takesAddend) plus x, an n×d
+// matrix, as one op. Backprop uses it to sum an argument's gradient
+// contributions without an AddN pass over memory.
+func withAddend(n, x *G.Node) (*G.Node, error) {
+	op := n.Op().(elemOp)
+	if !sameShape(x.Shape(), tensor.Shape{op.n, op.d}) {
+		return nil, fmt.Errorf("graph: adding %v to the %dx%d adjoint %v", x.Shape(), op.n, op.d, op)
+	}
+	op.addend = true
+	return applyOp(op, append(children(n), x)...)
 }
 
 // elemPickOp takes slice a of a (k, n, d) tensor; elemPlaceOp is its

@@ -291,3 +291,29 @@ func TestFusedRowVectorArguments(t *testing.T) {
 		}
 	}
 }
+
+// An argument with gradient contributions besides the fused function's gets
+// them added inside the adjoint op (no AddN): the same values as a sum, and
+// the derivatives check out at both orders.
+func TestFusedAdjointAddend(t *testing.T) {
+	batch := testElemBatch()
+	build := func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		a, b, c := matrix(g, "a", 3, 4, randMat(rng, 3, 4)...), matrix(g, "b", 3, 4, randMat(rng, 3, 4)...), matrix(g, "c", 3, 4, randMat(rng, 3, 4)...)
+		for i := range b.Value().Data().([]float64) {
+			b.Value().Data().([]float64)[i] = 1 + math.Abs(b.Value().Data().([]float64)[i])
+		}
+		y := must(Map(&batch, a, b, c))
+		other := nonlinearCost(t, rng, must(G.HadamardProd(a, c))) // more paths to a and c
+		return must(G.Add(nonlinearCost(t, rng, y), other)), G.Nodes{a, b, c}
+	}
+	g := G.NewGraph()
+	cost, params := build(g, rand.New(rand.NewPCG(57, 58)))
+	gr, err := Grad(cost, params...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op, ok := gr[0].Op().(elemOp); !ok || !op.addend {
+		t.Fatalf("∂cost/∂a is %v, want a fused adjoint with an addend", gr[0].Op())
+	}
+	checkBoth(t, build)
+}

@@ -201,7 +201,7 @@ func addAll(ns G.Nodes) (*G.Node, error) {
 			if err != nil {
 				return nil, err
 			}
-			return AddN(ns...)
+			return sumWithAddend(ns)
 		}
 	}
 	for len(ns) > 1 {
@@ -219,6 +219,30 @@ func addAll(ns G.Nodes) (*G.Node, error) {
 		ns = next
 	}
 	return ns[0], nil
+}
+
+// sumWithAddend adds same-shaped contributions: when one is the adjoint of
+// a fused function's argument, it adds the others itself (withAddend),
+// saving the AddN's pass over memory; otherwise one AddN.
+func sumWithAddend(ns G.Nodes) (*G.Node, error) {
+	if len(ns) == 1 {
+		return ns[0], nil
+	}
+	for i, n := range ns {
+		if !takesAddend(n) {
+			continue
+		}
+		rest := append(append(G.Nodes(nil), ns[:i]...), ns[i+1:]...)
+		x := rest[0]
+		if len(rest) > 1 {
+			var err error
+			if x, err = AddN(rest...); err != nil {
+				return nil, err
+			}
+		}
+		return withAddend(n, x)
+	}
+	return AddN(ns...)
 }
 
 // linAlgVJP handles gorgonia's linAlgBinOp, the one op type behind Mul (matrix
