@@ -62,7 +62,7 @@ func (f specialFn) eval(x float64) float64 {
 	case fnMillsGap:
 		return millsGap(x)
 	case fnExp:
-		return math.Exp(x)
+		return exp(x)
 	}
 	panic(fmt.Sprintf("graph: unknown special function %d", int(f)))
 }
@@ -105,9 +105,10 @@ func InvMills(x *G.Node) (*G.Node, error) { return applySpecial(fnInvMills, x) }
 // Its gradient is 1 + λ' = 1 − λ(x + λ).
 func millsGapNode(x *G.Node) (*G.Node, error) { return applySpecial(fnMillsGap, x) }
 
-// Exp returns eˣ elementwise. Unlike gorgonia.Exp it splits a large input
-// across cores and writes a fresh output without first copying the input;
-// its gradient ḡ ⊙ eˣ reuses the output node.
+// Exp returns eˣ elementwise, within 3 ulp of math.Exp and about twice as
+// fast (see exp). Unlike gorgonia.Exp it splits a large input across cores
+// and does not first copy the input; its gradient ḡ ⊙ eˣ reuses the output
+// node.
 func Exp(x *G.Node) (*G.Node, error) { return applySpecial(fnExp, x) }
 
 func applySpecial(fn specialFn, x *G.Node) (*G.Node, error) {
@@ -135,12 +136,12 @@ func (op specialOp) Do(vs ...G.Value) (G.Value, error) {
 	out := op.buf.take(len(x))
 	cost := 30 // ns per element: erfc, or a continued fraction in the tail
 	if op.fn == fnExp {
-		cost = 5
+		cost = 4
 	}
 	parallelFor(len(x), 1, cost, func(lo, hi int) {
 		if op.fn == fnExp { // the common case, without a switch per element
 			for i, v := range x[lo:hi] {
-				out[lo+i] = math.Exp(v)
+				out[lo+i] = exp(v)
 			}
 			return
 		}

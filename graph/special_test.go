@@ -274,7 +274,7 @@ var specialOpCases = []specialOpCase{
 	{"InvMills", InvMills, invMills, []float64{-40, -30, -20, -10, -5, -3, -1, 0, 3}, 0},
 	{"InvMills/upper tail", InvMills, invMills, []float64{6, 10}, 1e-5},
 	{"millsGap", millsGapNode, millsGap, []float64{-40, -30, -10, -5, -3, -1, 0, 3, 10}, 0},
-	{"Exp", Exp, math.Exp, []float64{-20, -3, -0.5, 0, 1, 4}, 0},
+	{"Exp", Exp, exp, []float64{-20, -3, -0.5, 0, 1, 4}, 0},
 }
 
 // specialCost is Σ w ⊙ op(θ) with fixed weights w_k/|op(θ_k)|: scaling each
