@@ -144,11 +144,7 @@ func (a ARD) Scale(s *layers.Scope, x *G.Node) (*G.Node, error) {
 	if inv, err = G.Exp(inv); err != nil {
 		return nil, err
 	}
-	b, err := graph.BroadcastTo(inv, xs, []int{0})
-	if err != nil {
-		return nil, err
-	}
-	return G.HadamardProd(x, b)
+	return graph.ScaleColumns(x, inv)
 }
 
 // weights returns w = 1/ℓ as a vector and as a D×1 column.
@@ -183,17 +179,16 @@ func (a ARD) weightedDot(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 		// Z·diag(w)·Zᵀ = (Z⊙√w)(Z⊙√w)ᵀ: one node on both sides makes
 		// graph.MatMul a Gram product, whose reverse pass is one product
 		// instead of two.
-		sw := e.Do(G.Sqrt(w))
-		zs := e.Do(G.HadamardProd(z, e.Do(graph.BroadcastTo(sw, z.Shape(), []int{0}))))
+		zs := e.Do(graph.ScaleColumns(z, e.Do(G.Sqrt(w))))
 		return e.Do(graph.MatMul(zs, zs, false, true)), e.Err
 	}
 	// Weight the side with fewer rows: the inducing points (M×D) rather than
 	// a batch of data (B×D), whose weighted copy would need its own gradient.
 	if x.Shape()[0] < z.Shape()[0] {
-		xw := e.Do(G.HadamardProd(x, e.Do(graph.BroadcastTo(w, x.Shape(), []int{0}))))
+		xw := e.Do(graph.ScaleColumns(x, w))
 		return e.Do(graph.MatMul(xw, z, false, true)), e.Err
 	}
-	zw := e.Do(G.HadamardProd(z, e.Do(graph.BroadcastTo(w, z.Shape(), []int{0}))))
+	zw := e.Do(graph.ScaleColumns(z, w))
 	return e.Do(graph.MatMul(x, zw, false, true)), e.Err
 }
 
@@ -207,7 +202,7 @@ func (a ARD) weightedSqNorms(s *layers.Scope, x *G.Node) (*G.Node, error) {
 		return nil, err
 	}
 	e := &graph.Chain{}
-	q := e.Do(graph.MatMul(e.Do(G.Square(x)), col, false, false))
+	q := e.Do(graph.MatMul(e.Do(graph.Square(x)), col, false, false))
 	return e.Do(graph.Reshape(q, tensor.Shape{x.Shape()[0]})), e.Err
 }
 
