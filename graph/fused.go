@@ -38,6 +38,10 @@ type ElemFunc struct {
 	// they must agree with F and DF.
 	FB  func(args [][]float64, out []float64)
 	DFB func(args [][]float64, k int, out []float64)
+	// UnitPartial, if set, marks the arguments a with ∂F/∂x_a ≡ 1 (as μ in
+	// μ + σε): a Map's adjoint for such a matrix argument is ḡ itself, with
+	// no op and no pass.
+	UnitPartial []bool
 }
 
 // Map returns the n×d matrix F(a_ij, b_ij, …). Each argument is an n×d
@@ -110,6 +114,11 @@ type elemOp struct {
 }
 
 func (op elemOp) isRow(a int) bool { return op.rowArgs&(1<<a) != 0 }
+
+// unit reports whether the adjoint of argument a of this Map is ḡ itself.
+func (op elemOp) unit(a int) bool {
+	return !op.reduce && !op.isRow(a) && a < len(op.f.UnitPartial) && op.f.UnitPartial[a]
+}
 
 func (op elemOp) Arity() int {
 	switch {
@@ -380,6 +389,10 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	if !op.grad && op.f.FB != nil && op.f.DFB != nil {
 		grads := make(G.Nodes, op.k)
 		for a := range grads {
+			if op.unit(a) {
+				grads[a] = g
+				continue
+			}
 			adj := op
 			adj.grad, adj.one = true, a+1
 			var err error
@@ -401,7 +414,9 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 			if grads[a], err = applyOp(elemPickOp{a: a, k: op.k, n: op.n, d: op.d}, all); err != nil {
 				return nil, err
 			}
-			if op.isRow(a) {
+			if op.unit(a) {
+				grads[a] = g
+			} else if op.isRow(a) {
 				if grads[a], err = G.Sum(grads[a], 0); err != nil {
 					return nil, err
 				}

@@ -185,6 +185,10 @@ func (op specialOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sameShape(d.Shape(), g.Shape()) && d.Dims() == 2 {
+		r, err := Map(product, d, g) // one pass, split across cores
+		return G.Nodes{r}, err
+	}
 	r, err := G.HadamardProd(d, g)
 	return G.Nodes{r}, err
 }

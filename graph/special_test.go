@@ -330,6 +330,7 @@ func TestSpecialGrad(t *testing.T) {
 				check(t, nil, []float64{x})
 			}
 			check(t, tensor.Shape{len(c.xs)}, c.xs)
+			check(t, tensor.Shape{1, len(c.xs)}, c.xs) // a matrix: the fused adjoint
 		})
 	}
 }

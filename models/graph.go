@@ -278,8 +278,9 @@ func inputTermsFunc(s float64) *graph.ElemFunc {
 // reparam is x = μ + √q·ε, the reparameterised sample of q(x) = N(μ, q),
 // fused; a square root is one instruction where an exponential is a series.
 var reparam = &graph.ElemFunc{
-	Name: "reparam",
-	F:    func(x []float64) float64 { return x[0] + math.Sqrt(x[1])*x[2] },
+	Name:        "reparam",
+	UnitPartial: []bool{true, false, false},
+	F:           func(x []float64) float64 { return x[0] + math.Sqrt(x[1])*x[2] },
 	DF: func(x, d []float64) {
 		sd := math.Sqrt(x[1])
 		d[0], d[1], d[2] = 1, 0.5*x[2]/sd, sd
