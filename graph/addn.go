@@ -55,7 +55,7 @@ func (op addNOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	out := op.buf.take(op.shape.TotalSize())
-	parallelFor(len(out), 1, op.k, func(lo, hi int) {
+	parallelFor(len(out), 1, 0.5*float64(op.k), func(lo, hi int) { // memory-bound
 		dst := out[lo:hi]
 		copy(dst, in[0][lo:hi])
 		for _, x := range in[1:] {

@@ -38,6 +38,10 @@ type ElemFunc struct {
 	// they must agree with F and DF.
 	FB  func(args [][]float64, out []float64)
 	DFB func(args [][]float64, k int, out []float64)
+	// Cost is the time of F (or of one partial) at one element in
+	// nanoseconds, for deciding whether a call is worth splitting across
+	// cores; 0 means 2, about a product of a few arguments (memory-bound).
+	Cost float64
 	// UnitPartial, if set, marks the arguments a with ∂F/∂x_a ≡ 1 (as μ in
 	// μ + σε): a Map's adjoint for such a matrix argument is ḡ itself, with
 	// no op and no pass.
@@ -114,6 +118,14 @@ type elemOp struct {
 }
 
 func (op elemOp) isRow(a int) bool { return op.rowArgs&(1<<a) != 0 }
+
+// cost is F's time per element in nanoseconds (ElemFunc.Cost).
+func (op elemOp) cost() float64 {
+	if op.f.Cost > 0 {
+		return op.f.Cost
+	}
+	return 2
+}
 
 // unit reports whether the adjoint of argument a of this Map is ḡ itself.
 func (op elemOp) unit(a int) bool {
@@ -228,7 +240,7 @@ func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
 		return op.doBatch(in)
 	}
 	nd, d := op.n*op.d, op.d
-	cost := 4 * op.k * d // ns per row: a call of F or DF and k loads per element
+	cost := (op.cost() + 4) * float64(d) // ns per row: a call of F or DF per element
 	if !op.grad {
 		out := op.buf.take(nd) // the output, or a RowReduce's scratch
 		var sums []float64
@@ -288,7 +300,7 @@ func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
 // rows split across cores.
 func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 	nd, d := op.n*op.d, op.d
-	cost := 2 * op.k * d // ns per row: a vectorisable loop over k slices
+	cost := op.cost() * float64(d) // ns per row
 	if !op.grad {
 		out := op.buf.take(nd) // the output, or a RowReduce's scratch
 		var sums []float64

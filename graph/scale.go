@@ -13,6 +13,7 @@ func ScaleColumns(x, v *G.Node) (*G.Node, error) { return Map(product, x, v) }
 // product is a·b.
 var product = &ElemFunc{
 	Name: "product",
+	Cost: 0.5,
 	F:    func(x []float64) float64 { return x[0] * x[1] },
 	DF:   func(x, d []float64) { d[0], d[1] = x[1], x[0] },
 	FB: func(a [][]float64, out []float64) {
@@ -35,6 +36,7 @@ func Square(x *G.Node) (*G.Node, error) { return Map(square, x) }
 // square is a².
 var square = &ElemFunc{
 	Name: "square",
+	Cost: 0.5,
 	F:    func(x []float64) float64 { return x[0] * x[0] },
 	DF:   func(x, d []float64) { d[0] = 2 * x[0] },
 	FB: func(a [][]float64, out []float64) {

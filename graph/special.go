@@ -134,7 +134,7 @@ func (op specialOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	out := op.buf.take(len(x))
-	cost := 30 // ns per element: erfc, or a continued fraction in the tail
+	cost := 30.0 // ns per element: erfc, or a continued fraction in the tail
 	if op.fn == fnExp {
 		cost = 4
 	}

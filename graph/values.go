@@ -88,3 +88,16 @@ func (c *Chain) Do(n *G.Node, err error) *G.Node {
 	}
 	return n
 }
+
+// float64sAll is Float64s of every value.
+func float64sAll(vs []G.Value) ([][]float64, error) {
+	out := make([][]float64, len(vs))
+	for i, v := range vs {
+		f, err := Float64s(v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = f
+	}
+	return out, nil
+}

@@ -48,19 +48,6 @@ type trainGraph struct {
 	prog   *graph.Program
 }
 
-// noiseNode returns the B×D input-noise variances as a node: the learned
-// per-dimension variances broadcast over rows, or the given ones fed per batch.
-func (t *trainGraph) noiseNode(rows int, given feed) (*G.Node, error) {
-	if t.m.logNoise == nil {
-		return given.node, nil
-	}
-	v, err := t.s.Node(t.m.logNoise)
-	if err != nil {
-		return nil, err
-	}
-	return graph.BroadcastTo(v, tensor.Shape{rows, t.m.D}, []int{0})
-}
-
 // noiseArgs returns V and log V for the fused input terms: the given
 // B×D variances fed per batch and their logarithm, or the learned
 // per-dimension variances and their raw parameter (log V) as D-vectors,
@@ -209,6 +196,7 @@ func inputTermsFunc(s float64) *graph.ElemFunc {
 	halfLog2Pi, c := 0.5*math.Log(2*math.Pi), 0.5*math.Log(s)-0.5
 	return &graph.ElemFunc{
 		Name: fmt.Sprintf("gaussianInputTerms(s=%g)", s),
+		Cost: 4, // divisions
 		F: func(x []float64) float64 {
 			xt, mu, lv, q, v, logv := x[0], x[1], x[2], x[3], x[4], x[5]
 			r := mu - xt
