@@ -258,7 +258,16 @@ func (b *Built) ClassMarginals(x *G.Node) (mu, v []*G.Node, err error) {
 		if !p.Whitened {
 			proj = e.Do(graph.TriSolve(b.lk[c], a, true, true)) // K_ZZ⁻¹ K_Zx
 		}
-		mc := e.Do(graph.Reshape(e.Do(graph.MatMul(proj, b.m[c], true, false)), tensor.Shape{n}))
+		// μ = K_xZ α with α = L⁻ᵀ m (whitened) or K_ZZ⁻¹ m: the same mean as
+		// projᵀ m, but its gradient with respect to x is K's alone, with no
+		// B-column triangular solve (NIMGP_FO differentiates it, and then
+		// differentiates through that gradient again).
+		alpha := b.m[c]
+		if !p.Whitened {
+			alpha = e.Do(graph.TriSolve(b.lk[c], alpha, true, false))
+		}
+		alpha = e.Do(graph.TriSolve(b.lk[c], alpha, true, true))
+		mc := e.Do(graph.Reshape(e.Do(graph.MatMul(kzx, alpha, true, false)), tensor.Shape{n}))
 		kd := e.Do(kernels.KDiag(k, b.s, x, e.Do(b.s.Node(p.JitterParam))))
 		lp := e.Do(graph.MatMul(b.lq[c], proj, true, false))
 		vc := e.Do(G.Sub(kd, e.Do(G.Sum(e.Do(G.Square(a)), 0))))
