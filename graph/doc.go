@@ -7,6 +7,13 @@
 // Every custom op here implements gorgonia.SDOp, and its SymDiff is built only
 // from differentiable nodes, so Grad can be applied to the output of Grad.
 //
+// The ops are written for speed as well: user elementwise functions fuse
+// into one op forward and one per argument back (Map, RowReduce, with
+// d-vector arguments shared by all rows), a dense layer is one op (Affine),
+// a sum of matrix products accumulates block by block in cache, and every node
+// keeps its output buffer from run to run of a Program, so a training step
+// allocates little and reuses warm memory.
+//
 // Always take gradients with Grad, never with gorgonia.Grad: the stock pass
 // reuses cached derivatives between calls and silently returns wrong
 // higher-order gradients (see ../shared/docs/gorgonia-notes.md).

@@ -42,10 +42,12 @@ type ElemFunc struct {
 	// nanoseconds, for deciding whether a call is worth splitting across
 	// cores; 0 means 2, about a product of a few arguments (memory-bound).
 	Cost float64
-	// UnitPartial, if set, marks the arguments a with ∂F/∂x_a ≡ 1 (as μ in
-	// μ + σε): a Map's adjoint for such a matrix argument is ḡ itself, with
-	// no op and no pass.
-	UnitPartial []bool
+	// Linear maps the arguments whose partial ∂F/∂x_a is a constant to that
+	// constant (μ in μ + σε has 1; ℓ in a −½ℓ term −½). Where it saves a
+	// pass, the adjoint is built without the partial: a Map's matrix
+	// argument with partial 1 gets ḡ itself, and a RowReduce's d-vector
+	// argument gets c·Σ_i ḡ_i in every entry.
+	Linear map[int]float64
 }
 
 // Map returns the n×d matrix F(a_ij, b_ij, …). Each argument is an n×d
@@ -127,9 +129,23 @@ func (op elemOp) cost() float64 {
 	return 2
 }
 
-// unit reports whether the adjoint of argument a of this Map is ḡ itself.
-func (op elemOp) unit(a int) bool {
-	return !op.reduce && !op.isRow(a) && a < len(op.f.UnitPartial) && op.f.UnitPartial[a]
+// linearAdjoint returns argument a's adjoint without evaluating its
+// partial, when ElemFunc.Linear allows it (ok false otherwise): ḡ itself for
+// a Map's matrix argument with partial 1, c·(Σ_i ḡ_i)·1 for a RowReduce's
+// d-vector argument with partial c.
+func (op elemOp) linearAdjoint(a int, g *G.Node) (adj *G.Node, ok bool, err error) {
+	c, lin := op.f.Linear[a]
+	switch {
+	case !lin:
+		return nil, false, nil
+	case !op.reduce && !op.isRow(a) && c == 1:
+		return g, true, nil
+	case op.reduce && op.isRow(a):
+		e := &Chain{}
+		s := e.Do(G.HadamardProd(e.Do(G.Sum(g)), G.NewConstant(c)))
+		return e.Do(BroadcastTo(s, tensor.Shape{op.d}, []int{0})), true, e.Err
+	}
+	return nil, false, nil
 }
 
 func (op elemOp) Arity() int {
@@ -401,13 +417,16 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	if !op.grad && op.f.FB != nil && op.f.DFB != nil {
 		grads := make(G.Nodes, op.k)
 		for a := range grads {
-			if op.unit(a) {
-				grads[a] = g
+			lin, ok, err := op.linearAdjoint(a, g)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				grads[a] = lin
 				continue
 			}
 			adj := op
 			adj.grad, adj.one = true, a+1
-			var err error
 			if grads[a], err = applyOp(adj, append(append(G.Nodes(nil), in...), g)...); err != nil {
 				return nil, err
 			}
@@ -426,8 +445,10 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 			if grads[a], err = applyOp(elemPickOp{a: a, k: op.k, n: op.n, d: op.d}, all); err != nil {
 				return nil, err
 			}
-			if op.unit(a) {
-				grads[a] = g
+			if lin, ok, err := op.linearAdjoint(a, g); err != nil {
+				return nil, err
+			} else if ok {
+				grads[a] = lin
 			} else if op.isRow(a) {
 				if grads[a], err = G.Sum(grads[a], 0); err != nil {
 					return nil, err

@@ -320,12 +320,12 @@ func TestFusedAdjointAddend(t *testing.T) {
 
 // A Map argument with a unit partial gets ḡ itself as its adjoint, and the
 // gradients still check out at both orders, for both forms.
-func TestFusedUnitPartial(t *testing.T) {
+func TestFusedLinearMapArgument(t *testing.T) {
 	affine := &ElemFunc{
-		Name:        "a+b·c",
-		UnitPartial: []bool{true, false, false},
-		F:           func(x []float64) float64 { return x[0] + x[1]*x[2] },
-		DF:          func(x, d []float64) { d[0], d[1], d[2] = 1, x[2], x[1] },
+		Name:   "a+b·c",
+		Linear: map[int]float64{0: 1},
+		F:      func(x []float64) float64 { return x[0] + x[1]*x[2] },
+		DF:     func(x, d []float64) { d[0], d[1], d[2] = 1, x[2], x[1] },
 		Stock: func(in G.Nodes) (*G.Node, error) {
 			return G.Add(in[0], must(G.HadamardProd(in[1], in[2])))
 		},
@@ -370,4 +370,60 @@ func TestFusedUnitPartial(t *testing.T) {
 			t.Fatalf("%s: ∂/∂a is a fused adjoint op, want ḡ passed through", f.Name)
 		}
 	}
+}
+
+// A RowReduce's d-vector argument with a constant partial gets c·Σ_i ḡ_i
+// without a pass over the matrix: the same gradient as through the
+// partial, and correct at both orders.
+func TestFusedLinearRowArgument(t *testing.T) {
+	plain := &ElemFunc{
+		Name: "a²/2+c·v",
+		F:    func(x []float64) float64 { return x[0]*x[0]/2 + 3*x[1] },
+		DF:   func(x, d []float64) { d[0], d[1] = x[0], 3 },
+		FB: func(a [][]float64, out []float64) {
+			for e := range out {
+				out[e] = a[0][e]*a[0][e]/2 + 3*a[1][e]
+			}
+		},
+		DFB: func(a [][]float64, k int, out []float64) {
+			for e := range out {
+				if k == 0 {
+					out[e] = a[0][e]
+				} else {
+					out[e] = 3
+				}
+			}
+		},
+		Stock: func(in G.Nodes) (*G.Node, error) {
+			e := &Chain{}
+			sq := e.Do(G.HadamardProd(e.Do(G.Square(in[0])), G.NewConstant(0.5)))
+			return e.Do(G.Add(sq, e.Do(G.HadamardProd(in[1], G.NewConstant(3.0))))), e.Err
+		},
+	}
+	linear := *plain
+	linear.Name = "a²/2+c·v/linear"
+	linear.Linear = map[int]float64{1: 3}
+	var grads [2][]float64
+	for i, f := range []*ElemFunc{plain, &linear} {
+		g := G.NewGraph()
+		rng := rand.New(rand.NewPCG(61, 62))
+		a, v := matrix(g, "a", 3, 4, randMat(rng, 3, 4)...), vec(g, "v", randMat(rng, 4, 1)...)
+		gr, err := Grad(nonlinearCost(t, rng, must(RowReduce(f, a, v))), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, fused := gr[0].Op().(elemOp); fused == (i == 1) {
+			t.Fatalf("%s: ∂/∂v is %v", f.Name, gr[0].Op())
+		}
+		grads[i], _ = run(t, g, gr[0]).Float64s(gr[0])
+	}
+	for j := range grads[0] {
+		if math.Abs(grads[0][j]-grads[1][j]) > 1e-12*(1+math.Abs(grads[0][j])) {
+			t.Fatalf("∂/∂v[%d]: %v through the partial, %v from Linear", j, grads[0][j], grads[1][j])
+		}
+	}
+	checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		a, v := matrix(g, "a", 3, 4, randMat(rng, 3, 4)...), vec(g, "v", randMat(rng, 4, 1)...)
+		return nonlinearCost(t, rng, must(RowReduce(&linear, a, v))), G.Nodes{a, v}
+	})
 }

@@ -195,8 +195,9 @@ func gaussianInputTerms(xt, mu, logv, q, noise, logNoise *G.Node, s float64) (*G
 func inputTermsFunc(s float64) *graph.ElemFunc {
 	halfLog2Pi, c := 0.5*math.Log(2*math.Pi), 0.5*math.Log(s)-0.5
 	return &graph.ElemFunc{
-		Name: fmt.Sprintf("gaussianInputTerms(s=%g)", s),
-		Cost: 4, // divisions
+		Name:   fmt.Sprintf("gaussianInputTerms(s=%g)", s),
+		Cost:   4, // divisions
+		Linear: map[int]float64{2: -0.5, 5: 0.5},
 		F: func(x []float64) float64 {
 			xt, mu, lv, q, v, logv := x[0], x[1], x[2], x[3], x[4], x[5]
 			r := mu - xt
@@ -266,9 +267,9 @@ func inputTermsFunc(s float64) *graph.ElemFunc {
 // reparam is x = μ + √q·ε, the reparameterised sample of q(x) = N(μ, q),
 // fused; a square root is one instruction where an exponential is a series.
 var reparam = &graph.ElemFunc{
-	Name:        "reparam",
-	UnitPartial: []bool{true, false, false},
-	F:           func(x []float64) float64 { return x[0] + math.Sqrt(x[1])*x[2] },
+	Name:   "reparam",
+	Linear: map[int]float64{0: 1},
+	F:      func(x []float64) float64 { return x[0] + math.Sqrt(x[1])*x[2] },
 	DF: func(x, d []float64) {
 		sd := math.Sqrt(x[1])
 		d[0], d[1], d[2] = 1, 0.5*x[2]/sd, sd
