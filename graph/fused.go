@@ -75,6 +75,9 @@ func applyElem(f *ElemFunc, reduce bool, args G.Nodes) (*G.Node, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("graph.%s: want at least one n×d matrix among the arguments", f.Name)
 	}
+	if len(args) > 64 {
+		return nil, fmt.Errorf("graph.%s: %d arguments, at most 64", f.Name, len(args))
+	}
 	op := elemOp{f: f, k: len(args), n: n, d: d, reduce: reduce}
 	for i, a := range args {
 		switch s := a.Shape(); {
@@ -84,9 +87,6 @@ func applyElem(f *ElemFunc, reduce bool, args G.Nodes) (*G.Node, error) {
 		default:
 			return nil, fmt.Errorf("graph.%s: argument %d has shape %v, want (%d, %d) or (%d)", f.Name, i, s, n, d, d)
 		}
-	}
-	if op.k > 64 {
-		return nil, fmt.Errorf("graph.%s: %d arguments, at most 64", f.Name, op.k)
 	}
 	return applyOp(op, args...)
 }
