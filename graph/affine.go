@@ -133,8 +133,10 @@ func (op affineOp) Do(vs ...G.Value) (G.Value, error) {
 		for i := 0; i < op.n; i++ {
 			copy(out[i*op.q:(i+1)*op.q], b)
 		}
-	default:
-		clear(out)
+	}
+	beta := 1.0 // accumulate onto the bias and residual
+	if b == nil && !op.residual {
+		beta = 0 // nothing there: the first product stores
 	}
 	// W_k is rows [off, off+p) of W: a contiguous stretch of its data.
 	off := 0
@@ -143,7 +145,8 @@ func (op affineOp) Do(vs ...G.Value) (G.Value, error) {
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
 			blas64.General{Rows: op.n, Cols: p, Stride: p, Data: in[part]},
 			blas64.General{Rows: p, Cols: op.q, Stride: op.q, Data: w[off*op.q : (off+p)*op.q]},
-			1, blas64.General{Rows: op.n, Cols: op.q, Stride: op.q, Data: out})
+			beta, blas64.General{Rows: op.n, Cols: op.q, Stride: op.q, Data: out})
+		beta = 1
 		off += p
 	}
 	return owned(tensor.Shape{op.n, op.q}, out), nil

@@ -37,7 +37,11 @@ func TestAffineValue(t *testing.T) {
 			r = matrix(g, "r", n, q, rv...)
 		}
 		y := must(Affine(parts, w, b, r))
-		got, err := run(t, g, y).Float64s(y)
+		p := run(t, g, y)
+		if err := p.Run(); err != nil { // again, into last run's output buffer
+			t.Fatal(err)
+		}
+		got, err := p.Float64s(y)
 		if err != nil {
 			t.Fatal(err)
 		}
