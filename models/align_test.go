@@ -22,8 +22,8 @@ func TestGivenNoiseFollowsShuffledRows(t *testing.T) {
 	for i := range ds.Noise {
 		ds.Noise[i] = float64(i) + 0.5 // unique per entry
 	}
-	for _, k := range []Kind{NIMGP, NIMGPFO} {
-		m, _ := New(Options{Kind: k, Inducing: 5, Batch: 8})
+	for _, k := range []string{"nimgp", "nimgp-fo"} {
+		m, _ := New(opts(k, 5, 1, 8, 0))
 		if err := m.initialize(ds, io.Discard); err != nil {
 			t.Fatal(err)
 		}
@@ -33,13 +33,14 @@ func TestGivenNoiseFollowsShuffledRows(t *testing.T) {
 		}
 		batches, _ := solvers.EpochBatches(ds.N, 8, 4, 2)
 		for _, b := range batches {
-			obj.t.load(obj.data, b.Index, b.Weight, obj.eps)
+			obj.Load(b)
+			noise, x := obj.Fed("noise"), obj.Fed("x")
 			for r, i := range b.Index {
 				for d := 0; d < ds.D; d++ {
-					if got, want := obj.t.v.data[r*ds.D+d], ds.Noise[i*ds.D+d]; got != want {
+					if got, want := noise[r*ds.D+d], ds.Noise[i*ds.D+d]; got != want {
 						t.Fatalf("%s: batch row %d (data row %d) has noise %v, want %v", k, r, i, got, want)
 					}
-					if got, want := obj.t.x.data[r*ds.D+d], ds.X[i*ds.D+d]; got != want {
+					if got, want := x[r*ds.D+d], ds.X[i*ds.D+d]; got != want {
 						t.Fatalf("%s: batch row %d has input %v, want %v", k, r, got, want)
 					}
 				}
@@ -52,7 +53,7 @@ func TestGivenNoiseFollowsShuffledRows(t *testing.T) {
 // SE kernel, ∂μ_c/∂x = −Σ_j α_j k(x, z_j) Λ⁻¹(x − z_j) with α = K_ZZ⁻¹ m_c.
 func TestFirstOrderDeltaMatchesClosedForm(t *testing.T) {
 	ds := syntheticSet(40, 2, 3, 3)
-	m, _ := New(Options{Kind: NIMGPFO, Inducing: 6, NoiseVar: 0.3, Seed: 2})
+	m, _ := New(withNoise(opts("nimgp-fo", 6, 1, 50, 2), 0.3, false))
 	if err := m.initialize(ds, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestFirstOrderDeltaMatchesClosedForm(t *testing.T) {
 			for j := i; j < M; j++ {
 				v := kv(z[i*D:(i+1)*D], z[j*D:(j+1)*D])
 				if i == j {
-					v += se.WhiteNoise.Value(0) + m.Opts.Jitter
+					v += se.WhiteNoise.Value(0) + m.Opts.Posterior.Jitter
 				}
 				K.SetSym(i, j, v)
 			}

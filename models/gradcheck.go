@@ -8,30 +8,37 @@ import (
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers/inputs"
+	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/solvers"
 )
 
 // CheckGradients compares the model's ELBO gradient with finite differences
-// on a small random problem (8 points, 2 features, 3 classes, 4 inducing
-// points, one full batch). Every trainable parameter group is covered: the
-// kernels, Z, q(u), the likelihood's, the learned noise, the MLP weights and
-// NIMGP's q(x_i) rows. order 1 checks ∂ELBO/∂θ (for NIMGP_FO this already
-// differentiates through ∂μ/∂x); order 2 checks a directional second derivative.
-// q(u) and the networks are moved away from their initial values first, so
-// that no term is trivially zero.
+// on a small random problem (8 points, 2 features, 3 classes — or as many
+// as a fixed-class likelihood takes —, 4 inducing points, one full batch).
+// Every trainable parameter group is covered: the kernels, Z, q(u), the
+// likelihood's, the input model's (noise, networks) and its per-row local
+// rows. order 1 checks ∂ELBO/∂θ (for NIMGP_FO this already differentiates
+// through ∂μ/∂x); order 2 checks a directional second derivative. q(u) and
+// the input model are moved away from their initial values first, so that
+// no term is trivially zero.
 func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, error) {
-	const n, d, c, m = 8, 2, 3, 4
-	opts.Inducing, opts.Batch = m, n
-	if opts.Hidden == nil {
-		opts.Hidden = []int{5}
+	const n, d, m = 8, 2, 4
+	c := 3
+	opts.Posterior.Inducing, opts.Train.Batch = m, n
+	if opts.Inputs.Hidden == nil {
+		opts.Inputs.Hidden = []int{5}
 	}
-	if !opts.LearnNoise && opts.NoiseVar == 0 {
-		opts.NoiseVar = 0.2
+	if !opts.Inputs.Noise.Learn && opts.Inputs.Noise.Var == 0 {
+		opts.Inputs.Noise.Var = 0.2
 	}
-	opts.Seed = seed
+	opts.Train.Seed = seed
 	mod, err := New(opts)
 	if err != nil {
 		return graph.CheckReport{}, err
+	}
+	if cc, ok := mod.lik.(likelihoods.ClassCounter); ok {
+		c = cc.Classes()
 	}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	ds := &datasets.Dataset{Name: "gradcheck", N: n, D: d, C: c, X: make([]float64, n*d), Y: make([]int, n)}
@@ -41,7 +48,7 @@ func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, er
 	for i := range ds.Y {
 		ds.Y[i] = i % c
 	}
-	if !opts.LearnNoise { // heteroscedastic given noise exercises per-point alignment
+	if !opts.Inputs.Noise.Learn { // heteroscedastic given noise exercises per-point alignment
 		ds.Noise = make([]float64, n*d)
 		for i := range ds.Noise {
 			ds.Noise[i] = 0.05 + 0.3*rng.Float64()
@@ -68,28 +75,17 @@ func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, er
 			mod.post.LRaw[c].Data[i] += 0.2 * rng.NormFloat64()
 		}
 	}
-	if mod.enc != nil {
-		for _, p := range append(mod.enc.Mean.Params(), mod.enc.LogVar.Params()...) {
-			for i := range p.Data {
-				p.Data[i] = 0.15 * rng.NormFloat64()
-			}
-		}
-	}
-	for i := range mod.qxLogVar {
-		mod.qxLogVar[i] = -2 + 0.5*rng.NormFloat64()
+	if p, ok := mod.inputs.(inputs.Perturber); ok {
+		p.Perturb(rng)
 	}
 	obj, err := mod.newObjective(ds)
 	if err != nil {
 		return graph.CheckReport{}, err
 	}
-	b := solvers.FullBatch(n)
-	obj.t.load(obj.data, b.Index, b.Weight, obj.eps)
-	if err := obj.t.s.Sync(); err != nil {
+	defer obj.Close()
+	obj.Load(solvers.FullBatch(n))
+	if err := obj.Sync(); err != nil {
 		return graph.CheckReport{}, err
-	}
-	_, params := obj.t.s.Trainable()
-	if obj.t.qMean.node != nil {
-		params = append(params, obj.t.qMean.node, obj.t.qLogV.node)
 	}
 	// A small step keeps finite differences from crossing ReLU kinks of the
 	// networks; Richardson extrapolation keeps the truncation error negligible.
@@ -98,9 +94,9 @@ func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, er
 	co := graph.CheckOptions{Step: 1e-4, Seed: seed}
 	switch order {
 	case 1:
-		return graph.CheckGrad(obj.t.cost, params, co)
+		return graph.CheckGrad(obj.Cost(), obj.Wrt(), co)
 	case 2:
-		return graph.CheckGrad2(obj.t.cost, params, co)
+		return graph.CheckGrad2(obj.Cost(), obj.Wrt(), co)
 	}
 	return graph.CheckReport{}, fmt.Errorf("models: gradient check of order %d; want 1 or 2", order)
 }

@@ -5,18 +5,18 @@ import (
 	"testing"
 )
 
-// The ELBO gradient of every model, with given (heteroscedastic) and learned
+// The ELBO gradient of every preset, with given (heteroscedastic) and learned
 // input noise, against finite differences: all parameter groups, first order
 // (which for NIMGP_FO differentiates through ∂μ/∂x) and second order.
 func TestELBOGradients(t *testing.T) {
-	for _, k := range Kinds {
+	for _, k := range PresetNames() {
 		for _, learn := range []bool{false, true} {
-			if k == MGP && learn {
+			if m, _ := New(Options{Model: k}); learn && m.InputNoise() == nil {
 				continue
 			}
 			for order := 1; order <= 2; order++ {
 				t.Run(fmt.Sprintf("%s/learn=%v/order%d", k, learn, order), func(t *testing.T) {
-					rep, err := CheckGradients(Options{Kind: k, LearnNoise: learn}, order, 1)
+					rep, err := CheckGradients(withNoise(Options{Model: k}, 0, learn), order, 1)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -25,6 +25,27 @@ func TestELBOGradients(t *testing.T) {
 					}
 					t.Logf("max relative error %.2g over %d parameter groups", rep.MaxRelErr, len(rep.Params))
 				})
+			}
+		}
+	}
+}
+
+// Compositions beyond the presets: the sampled input model, the non-sparse
+// posterior (Z = X fixed), a binary likelihood under first-order noise and
+// whitened shared inducing inputs.
+func TestELBOGradientsCompositions(t *testing.T) {
+	full := Options{Model: "svgp", Posterior: PosteriorOptions{Family: "full"}}
+	sampled := Options{Inputs: InputOptions{Model: "sampled"}}
+	foLogit := Options{Likelihood: LikelihoodOptions{Name: "logit"}, Inputs: InputOptions{Model: "first-order"}}
+	whitened := Options{Model: "nimgp", Posterior: PosteriorOptions{Whitened: true, SharedZ: true}}
+	for name, o := range map[string]Options{"svgp-full": full, "sampled": sampled, "first-order-logit": foLogit, "nimgp-whitened-shared": whitened} {
+		for order := 1; order <= 2; order++ {
+			rep, err := CheckGradients(o, order, 2)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if !(rep.MaxRelErr <= 1e-6) {
+				t.Errorf("%s order %d: %s", name, order, rep.Worst())
 			}
 		}
 	}

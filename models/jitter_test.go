@@ -19,7 +19,9 @@ func TestCholeskyFailureRaisesJitter(t *testing.T) {
 	// Unwhitened, the failure comes when q(u) is set to the prior; whitened
 	// (q(v) = N(0, I) needs no factorisation), in the first training step.
 	for _, whitened := range []bool{false, true} {
-		m, err := New(Options{Kind: MGP, Kernel: "linear", Inducing: 10, Jitter: 1e-300, Epochs: 2, Batch: 30, Whitened: whitened})
+		o := opts("mgp", 10, 2, 30, 0)
+		o.Kernel.Name, o.Posterior.Jitter, o.Posterior.Whitened = "linear", 1e-300, whitened
+		m, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,14 +41,14 @@ func TestCholeskyFailureRaisesJitter(t *testing.T) {
 
 func TestGivenNoiseMustBeUsable(t *testing.T) {
 	ds := syntheticSet(20, 2, 3, 1)
-	for _, k := range []Kind{NIMGP, NIMGPNN} {
-		m, _ := New(Options{Kind: k, Inducing: 4, Epochs: 1})
+	for _, k := range []string{"nimgp", "nimgp-nn"} {
+		m, _ := New(opts(k, 4, 1, 50, 0))
 		err := m.Fit(context.Background(), ds, FitConfig{})
 		if err == nil || !strings.Contains(err.Error(), "positive input-noise variances") {
 			t.Errorf("%s without noise variances: got %v", k, err)
 		}
 	}
-	m, _ := New(Options{Kind: NIMGPFO, Inducing: 4, Epochs: 1})
+	m, _ := New(opts("nimgp-fo", 4, 1, 50, 0))
 	if err := m.Fit(context.Background(), ds, FitConfig{}); err != nil {
 		t.Errorf("NIMGP_FO with zero noise (Δ = 0): %v", err)
 	}

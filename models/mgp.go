@@ -1,5 +1,9 @@
 package models
 
-// MGP needs nothing of its own: the training graph evaluates the latent
-// functions at the observed inputs (buildTrain's default case) and
-// predictions use the closed-form quadrature at x̃* (predictMarginals).
+// MGP is the noisy-input paper's noise-unaware baseline: a sparse
+// variational multi-class GP with the robust-max likelihood, f evaluated at
+// the observed inputs.
+func init() {
+	mustRegister(Preset{Name: "mgp", Summary: "multi-class sparse GP, robust-max, inputs as observed",
+		Inputs: "observed", Likelihoods: []string{"robustmax"}})
+}

@@ -8,21 +8,20 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"gorgonia.org/tensor"
-
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/inputs"
 	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
-	"github.com/gpc-dev/gpc/layers/mlp"
 	"github.com/gpc-dev/gpc/layers/variational"
 	"github.com/gpc-dev/gpc/solvers"
 )
 
-// Model is a trained or untrained classifier. Build one with New, train it
-// with Fit, then Predict; Save and Load persist it.
+// Model is a trained or untrained classifier composed of parts. Build one
+// with New, train it with Fit, then Predict; Save and Load persist it.
 type Model struct {
+	// Opts are the resolved options (the preset's parts filled in).
 	Opts Options
 	// D is the input dimension, C the number of classes, N the training size.
 	D, C, N int
@@ -30,13 +29,7 @@ type Model struct {
 	lik     likelihoods.Likelihood
 	kernels []kernels.Kernel
 	post    *variational.Posterior
-	// logNoise is the learned per-dimension log input-noise variance.
-	logNoise *layers.Param
-	// q(x_i) of NIMGP: means and log-variances of every training point.
-	qxMean, qxLogVar []float64
-	enc              *mlp.Encoder
-	// trainNoise holds the given per-point variances of the training rows.
-	trainNoise []float64
+	inputs  inputs.Model
 	// fit is the training state Fit leaves for Continue (nil before Fit
 	// and after Load).
 	fit *trainState
@@ -45,18 +38,62 @@ type Model struct {
 // New returns an untrained model; its parameters are created from the data
 // by Fit (length-scales and inducing points depend on the training set).
 func New(opts Options) (*Model, error) {
+	opts, err := opts.Resolve()
+	if err != nil {
+		return nil, err
+	}
 	opts = opts.Defaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Model{Opts: opts}, nil
+	m := &Model{Opts: opts}
+	if m.lik, err = m.newLikelihood(); err != nil {
+		return nil, err
+	}
+	if m.inputs, err = inputs.New(opts.Inputs.Model, opts.Inputs.Config); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Name is the model's preset name, or "custom" for a composition of parts.
+func (m *Model) Name() string {
+	if m.Opts.Model == "" {
+		return "custom"
+	}
+	return m.Opts.Model
 }
 
 // Likelihood returns the observation model.
 func (m *Model) Likelihood() likelihoods.Likelihood { return m.lik }
 
-// params returns every graph parameter of the model (not q(x_i), which is
-// updated row by row).
+// Inputs returns the input model.
+func (m *Model) Inputs() inputs.Model { return m.inputs }
+
+// InputNoise returns the input-noise part, nil for a model without one.
+func (m *Model) InputNoise() *inputs.Noise { return m.inputs.Noise() }
+
+// UsesGivenNoise reports whether the model reads input-noise variances
+// given with the data (training and test rows), rather than learning them
+// or having none.
+func (m *Model) UsesGivenNoise() bool {
+	n := m.inputs.Noise()
+	return n != nil && !n.Learn
+}
+
+// CheckClasses reports whether the likelihood is defined for c classes.
+func (m *Model) CheckClasses(c int) error {
+	if c < 2 {
+		return fmt.Errorf("models: training data has %d class; need at least 2", c)
+	}
+	if cc, ok := m.lik.(likelihoods.ClassCounter); ok && cc.Classes() != c {
+		return fmt.Errorf("models: the %s likelihood is for %d classes, but the data have %d; use a multi-class likelihood such as robustmax", m.Opts.Likelihood.Name, cc.Classes(), c)
+	}
+	return nil
+}
+
+// params returns every global parameter of the model (not the per-row
+// local ones, which the engine updates row by row), Fixed ones included.
 func (m *Model) params() []*layers.Param {
 	var ps []*layers.Param
 	seen := map[*layers.Param]bool{}
@@ -73,41 +110,118 @@ func (m *Model) params() []*layers.Param {
 	}
 	add(m.post.Params()...)
 	add(m.lik.Params()...)
-	add(m.logNoise)
-	if m.enc != nil {
-		add(m.enc.Mean.Params()...)
-		add(m.enc.LogVar.Params()...)
-	}
+	add(m.inputs.Params()...)
 	return ps
 }
 
-func (m *Model) newLikelihood() likelihoods.Likelihood {
-	if m.Opts.Likelihood != nil {
-		return m.Opts.Likelihood
+// trainable returns the non-fixed global parameters.
+func (m *Model) trainable() []*layers.Param {
+	return slices.DeleteFunc(m.params(), func(p *layers.Param) bool { return p.Fixed })
+}
+
+func (m *Model) newLikelihood() (likelihoods.Likelihood, error) {
+	o := m.Opts.Likelihood
+	if o.Custom != nil {
+		return o.Custom, nil
 	}
-	return &likelihoods.RobustMax{Epsilon: m.Opts.Epsilon, Points: m.Opts.Quadrature}
+	return likelihoods.New(o.Name, likelihoods.Config{Epsilon: o.Epsilon, Points: o.Quadrature})
+}
+
+// inducing returns M for a training set of n rows.
+func (m *Model) inducing(n int) int {
+	if m.Opts.Posterior.Family == "full" {
+		return n
+	}
+	return min(m.Opts.Posterior.Inducing, n)
 }
 
 // initialize creates the parameters from the training data, following the
 // original code: ℓ = median pairwise distance of 1000 rows drawn with
-// replacement (SE), amplitude e, σ₀² = e⁻²⁰; inducing points drawn per class
-// with replacement from the training rows; q(u) at the prior; q(x_i) means at
-// x̃_i with variance QXInitVar.
+// replacement (SE), amplitude e, σ₀² = e⁻²⁰; inducing points drawn per
+// latent function with replacement from the training rows (the "full"
+// family: Z = X, held fixed); q(u) at the prior; the input model's own.
 func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 	o := m.Opts
 	m.D, m.C, m.N = train.D, train.C, train.N
-	if m.C < 2 {
-		return fmt.Errorf("models: training data has %d class; need at least 2", m.C)
+	if err := m.CheckClasses(m.C); err != nil {
+		return err
 	}
-	rng := rand.New(rand.NewPCG(o.Seed, 0x6770))
-	m.lik = m.newLikelihood()
+	rng := rand.New(rand.NewPCG(o.Train.Seed, 0x6770))
 	latent := m.lik.Latent(m.C)
 	init := KernelInit{Variance: math.E, Noise: math.Exp(-20)}
-	if o.Kernel == "poly" {
+	if o.Kernel.Name == "poly" {
 		init = KernelInit{Lengthscale: meanSquaredNorm(train, rng), Variance: 1.0 / 512, Noise: 1}
 	} else {
 		init.Lengthscale = medianDistance(train, rng)
 	}
+	if err := m.makeKernels(latent, init); err != nil {
+		return err
+	}
+	M := m.inducing(m.N)
+	var z [][]float64
+	if o.Posterior.Family == "full" {
+		z = [][]float64{slices.Clone(train.X)}
+	} else {
+		nz := latent
+		if o.Posterior.SharedZ {
+			nz = 1
+		}
+		z = make([][]float64, nz)
+		for c := range z {
+			z[c] = make([]float64, 0, M*m.D)
+			for j := 0; j < M; j++ {
+				z[c] = append(z[c], train.Row(rng.IntN(m.N))...)
+			}
+		}
+	}
+	// q(u) starts at the prior, which needs chol(K_ZZ): a failure there gets
+	// the training loop's remedy, the same bounded jitter ladder.
+	jitter := o.Posterior.Jitter
+	for tries := 0; ; tries++ {
+		post, err := variational.New("q", m.postConfig(latent, M, jitter), m.kernels, z)
+		if err == nil {
+			m.post = post
+			break
+		}
+		if !errors.Is(err, graph.ErrNotPositiveDefinite) || tries == solvers.DefaultMaxJitterIncreases {
+			return err
+		}
+		next, ok := solvers.NextJitter(jitter, 0)
+		if !ok {
+			return fmt.Errorf("models: K_ZZ is not positive definite at initialisation even with jitter %g: %w", jitter, err)
+		}
+		fmt.Fprintf(warn, "models: warning: K_ZZ is not positive definite at initialisation; jitter raised to %g\n", next)
+		jitter = next
+	}
+	return m.inputs.Init(m.D, m.C, train, o.Train.Seed)
+}
+
+func (m *Model) postConfig(latent, M int, jitter float64) variational.Config {
+	p := m.Opts.Posterior
+	full := p.Family == "full"
+	return variational.Config{Latent: latent, M: M, D: m.D, Whitened: p.Whitened, SharedZ: p.SharedZ || full, FixedZ: full, Jitter: jitter}
+}
+
+// allocate creates the parameters' structure for sizes d, c and m without
+// data, for Load to overwrite with stored values.
+func (m *Model) allocate(d, c, n, M int) error {
+	m.D, m.C, m.N = d, c, n
+	if err := m.CheckClasses(c); err != nil {
+		return err
+	}
+	latent := m.lik.Latent(c)
+	if err := m.makeKernels(latent, KernelInit{Lengthscale: 1, Variance: 1, Noise: 1}); err != nil {
+		return err
+	}
+	post, err := variational.New("q", m.postConfig(latent, M, m.Opts.Posterior.Jitter), m.kernels, nil)
+	if err != nil {
+		return err
+	}
+	m.post = post
+	return m.inputs.Init(d, c, nil, m.Opts.Train.Seed)
+}
+
+func (m *Model) makeKernels(latent int, init KernelInit) error {
 	m.kernels = make([]kernels.Kernel, latent)
 	for c := range m.kernels {
 		k, err := m.makeKernel(fmt.Sprintf("k%d", c), init)
@@ -116,66 +230,15 @@ func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 		}
 		m.kernels[c] = k
 	}
-	M := min(o.Inducing, m.N)
-	nz := latent
-	if o.SharedZ {
-		nz = 1
-	}
-	z := make([][]float64, nz)
-	for c := range z {
-		z[c] = make([]float64, 0, M*m.D)
-		for j := 0; j < M; j++ {
-			z[c] = append(z[c], train.Row(rng.IntN(m.N))...)
-		}
-	}
-	// q(u) starts at the prior, which needs chol(K_ZZ): a failure there gets
-	// the training loop's remedy, a bounded jitter increase with a warning.
-	jitter := o.Jitter
-	for tries := 0; ; tries++ {
-		post, err := variational.New("q", variational.Config{Latent: latent, M: M, D: m.D, Whitened: o.Whitened, SharedZ: o.SharedZ, Jitter: jitter}, m.kernels, z)
-		if err == nil {
-			m.post = post
-			break
-		}
-		if !errors.Is(err, graph.ErrNotPositiveDefinite) || tries == solvers.DefaultMaxJitterIncreases {
-			return err
-		}
-		next := math.Max(jitter*solvers.JitterGrowth, solvers.JitterFloor)
-		fmt.Fprintf(warn, "models: warning: K_ZZ is not positive definite at initialisation; jitter raised to %g\n", next)
-		jitter = next
-	}
-	if o.Kind.usesNoise() && o.LearnNoise {
-		m.logNoise = layers.NewParam("noise/logvar", tensor.Shape{m.D}, o.NoiseInit, layers.Exp)
-	}
-	if o.Kind.usesNoise() && !o.LearnNoise {
-		m.trainNoise = givenNoise(train, o.NoiseVar)
-		if err := checkGivenNoise(o.Kind, m.trainNoise, m.D); err != nil {
-			return err
-		}
-	}
-	switch o.Kind {
-	case NIMGP:
-		m.qxMean = slices.Clone(train.X)
-		m.qxLogVar = make([]float64, len(train.X))
-		for i := range m.qxLogVar {
-			m.qxLogVar[i] = math.Log(o.QXInitVar)
-		}
-	case NIMGPNN:
-		enc, err := mlp.NewEncoder("enc", mlp.EncoderConfig{D: m.D, C: m.C, Hidden: o.Hidden, Residual: o.Residual, Seed: o.Seed ^ 0x5eed})
-		if err != nil {
-			return err
-		}
-		m.enc = enc
-	}
 	return nil
 }
 
 func (m *Model) makeKernel(name string, init KernelInit) (kernels.Kernel, error) {
-	o := m.Opts
-	if o.KernelFactory != nil {
-		return o.KernelFactory(name, m.D, init), nil
+	o := m.Opts.Kernel
+	if o.Factory != nil {
+		return o.Factory(name, m.D, init), nil
 	}
-	switch o.Kernel {
+	switch o.Name {
 	case "se":
 		return kernels.NewSE(name, m.D, init.Lengthscale, init.Variance, init.Noise), nil
 	case "poly":
@@ -187,19 +250,7 @@ func (m *Model) makeKernel(name string, init KernelInit) (kernels.Kernel, error)
 	case "linear":
 		return kernels.NewLinear(name, m.D, init.Lengthscale), nil
 	}
-	return nil, fmt.Errorf("models: unknown kernel %q", o.Kernel)
-}
-
-// givenNoise returns the per-point variances: the data set's, or v everywhere.
-func givenNoise(ds *datasets.Dataset, v float64) []float64 {
-	if ds.Noise != nil {
-		return slices.Clone(ds.Noise)
-	}
-	out := make([]float64, ds.N*ds.D)
-	for i := range out {
-		out[i] = v
-	}
-	return out
+	return nil, fmt.Errorf("models: unknown kernel %q", o.Name)
 }
 
 // medianDistance is √(median squared distance) between pairs of 1000 rows
@@ -246,17 +297,4 @@ func meanSquaredNorm(ds *datasets.Dataset, rng *rand.Rand) float64 {
 		return 1
 	}
 	return s / 1000
-}
-
-// checkGivenNoise rejects input-noise variances a model cannot use: NIMGP's
-// E log p(x̃|x) divides by them, so they must be positive; NIMGP_FO only
-// needs them non-negative (zero means no Δ).
-func checkGivenNoise(kind Kind, v []float64, d int) error {
-	for i, x := range v {
-		bad := math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || (x == 0 && kind.latentInputs())
-		if bad {
-			return fmt.Errorf("models: %s needs positive input-noise variances, got %v at row %d, column %d (set Options.NoiseVar, Dataset.Noise or LearnNoise)", kind, x, i/d, i%d+1)
-		}
-	}
-	return nil
 }

@@ -1,44 +1,29 @@
-// Package models implements the multi-class GP classifiers of "Multi-class
-// Gaussian process classification with noisy inputs" as Gorgonia graphs:
+// Package models composes Gaussian-process classifiers from parts and
+// trains, saves and applies them. A model is
 //
-//   - MGP: sparse variational multi-class GP (noise-unaware baseline);
-//   - NIMGP: noiseless inputs x_i as latent variables with q(x_i) per point;
-//   - NIMGP_NN: q(x_i) amortised by two MLPs of (x̃_i, y_i);
-//   - NIMGP_FO: first-order model, whose marginal variances gain
-//     Δ = ∂μ_c(x̃)ᵀ V ∂μ_c(x̃) with ∂μ_c from automatic differentiation.
+//	kernel × likelihood × posterior family × input model × inference engine
 //
-// All four share the variational posterior over inducing outputs, the
-// likelihood and the training loop; each file named after a model holds
-// what is specific to it. Every ELBO is differentiated automatically with
-// graph.Grad (for NIMGP_FO through the gradient inside Δ).
+// each part replaceable on its own (Options): kernels from layers/kernels
+// or a user's KernelFactory; likelihoods from layers/likelihoods' registry
+// or a user's; the sparse variational posterior (whitened or not, Z shared
+// or per function) or the non-sparse one with Z = X held fixed; an input
+// model from layers/inputs (observed, latent q(x_i), amortised, first-order,
+// sampled); and stochastic variational inference (models/svi).
+//
+// Named models are presets (Presets, RegisterPreset), one file each: the
+// noisy-input paper's MGP, NIMGP, NIMGP_NN and NIMGP_FO, and binary SVGP.
+// Nothing outside the preset files asks which preset a model is: questions
+// such as "does it use input noise?" are asked of the model's parts.
 package models
 
 import (
 	"fmt"
+	"math"
 
+	"github.com/gpc-dev/gpc/layers/inputs"
 	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 )
-
-// Kind names a model.
-type Kind string
-
-// The four models.
-const (
-	MGP     Kind = "mgp"
-	NIMGP   Kind = "nimgp"
-	NIMGPNN Kind = "nimgp-nn"
-	NIMGPFO Kind = "nimgp-fo"
-)
-
-// Kinds lists the models in the paper's order.
-var Kinds = []Kind{MGP, NIMGP, NIMGPNN, NIMGPFO}
-
-// usesNoise reports whether the model has an input-noise model.
-func (k Kind) usesNoise() bool { return k != MGP }
-
-// latentInputs reports whether the model has q(x_i).
-func (k Kind) latentInputs() bool { return k == NIMGP || k == NIMGPNN }
 
 // KernelInit carries the data-driven initial values a kernel factory uses.
 type KernelInit struct {
@@ -54,141 +39,230 @@ type KernelInit struct {
 // function. It is how a user-written kernel enters a model.
 type KernelFactory func(name string, d int, init KernelInit) kernels.Kernel
 
-// Options configures a model. The zero value of each field means the
+// Options composes a model. Model names a preset whose parts fill what the
+// other fields leave empty; a part given explicitly must be one the preset
+// accepts. With Model empty the parts alone define the model (defaults:
+// SE kernel, robust-max likelihood, sparse posterior, observed inputs).
+// The zero value of every other field means the noisy-input paper's
 // original code's default (see Defaults).
 type Options struct {
-	Kind Kind
-	// Inducing is M, the inducing points per class (capped at N).
+	Model      string
+	Kernel     KernelOptions
+	Likelihood LikelihoodOptions
+	Posterior  PosteriorOptions
+	Inputs     InputOptions
+	// Inference is the engine that fits the model: "svi" (the default and,
+	// for now, the only one).
+	Inference string
+	Train     TrainOptions
+}
+
+// KernelOptions selects the kernel of every latent function.
+type KernelOptions struct {
+	// Name is "se" (default), "poly", "matern32", "matern52" or "linear";
+	// Factory, if set, overrides it.
+	Name    string
+	Degree  int           // polynomial degree (default 9)
+	Factory KernelFactory `json:"-"`
+}
+
+// LikelihoodOptions selects the observation model.
+type LikelihoodOptions struct {
+	// Name is a registered likelihood (likelihoods.Names: robustmax,
+	// probit, logit, …); Custom, if set, overrides it and must be supplied
+	// again to Load.
+	Name       string
+	Epsilon    float64                // robust-max label-flip probability (default 1e-3)
+	Quadrature int                    // Gauss–Hermite points (default 20)
+	Custom     likelihoods.Likelihood `json:"-"`
+}
+
+// PosteriorOptions selects the posterior family.
+type PosteriorOptions struct {
+	// Family is "sparse" (q(u) at M inducing inputs, the default) or "full"
+	// (Z = X held fixed: the non-sparse variational Gaussian).
+	Family string
+	// Inducing is M, the inducing points per latent function (capped at N).
 	Inducing int
-	// Kernel is "se" (default), "poly", "matern32", "matern52" or "linear";
-	// KernelFactory, if set, overrides it.
-	Kernel        string
-	Degree        int           // polynomial degree (default 9)
-	KernelFactory KernelFactory `json:"-"`
-	// Likelihood defaults to robust-max with ε = 1e-3 and 20 quadrature points.
-	Likelihood likelihoods.Likelihood `json:"-"`
-	Epsilon    float64
-	Quadrature int
-	Whitened   bool
-	SharedZ    bool
+	Whitened bool
+	SharedZ  bool
 	// Jitter on K_ZZ and k(x,x): 1e-3 for stationary kernels, 1e-10 for the
 	// polynomial one, as in the original code.
 	Jitter float64
-	// Input noise. LearnNoise learns one log-variance per dimension shared by
-	// all points, starting at NoiseInit. Otherwise the variances come per
-	// point from the training data set (Dataset.Noise) or, if it has none,
-	// NoiseVar for every entry.
-	LearnNoise bool
-	NoiseInit  float64
-	NoiseVar   float64
-	// PriorVar is s in p(x_i) = N(0, s·I) (default 1000).
-	PriorVar float64
-	// QXInitVar is the initial variance of q(x_i) for NIMGP (default 1e-5).
-	QXInitVar float64
-	// Hidden sizes of the NIMGP_NN networks (default {50}); Residual starts
-	// the mean at x̃ and the log-variance near −10 (the "soft init").
-	Hidden   []int
-	Residual bool
-	// TestSamples is S, the Monte Carlo samples of x* for NIMGP/NIMGP_NN
-	// predictions (default 500, as the original code).
-	TestSamples int
-	// Training.
+}
+
+// InputOptions selects the input model and its settings.
+type InputOptions struct {
+	// Model is a registered input model (inputs.Names: observed, latent,
+	// amortised, first-order, sampled).
+	Model string
+	inputs.Config
+}
+
+// TrainOptions are the inference engine's settings.
+type TrainOptions struct {
 	Epochs, Batch int
 	LR            float64
 	Seed          uint64
 }
 
+// Resolve returns the options with the preset's parts filled in, or an
+// error naming the part that contradicts the preset.
+func (o Options) Resolve() (Options, error) {
+	if o.Likelihood.Custom != nil {
+		o.Likelihood.Name = "custom"
+	}
+	if o.Model == "" {
+		if o.Inputs.Model == "" {
+			o.Inputs.Model = "observed"
+		}
+		if o.Likelihood.Name == "" {
+			o.Likelihood.Name = "robustmax"
+		}
+		if o.Posterior.Family == "" {
+			o.Posterior.Family = "sparse"
+		}
+		return o, nil
+	}
+	p, ok := LookupPreset(o.Model)
+	if !ok {
+		return o, fmt.Errorf("models: unknown model %q (want one of %s)", o.Model, presetList())
+	}
+	switch {
+	case o.Inputs.Model == "":
+		o.Inputs.Model = p.Inputs
+	case o.Inputs.Model != p.Inputs:
+		return o, fmt.Errorf("models: model %s has %s inputs, not %s; leave the model empty to compose the parts yourself", p.Name, p.Inputs, o.Inputs.Model)
+	}
+	if o.Posterior.Family == "" {
+		o.Posterior.Family = p.Posterior
+	}
+	switch {
+	case o.Likelihood.Custom != nil:
+		// A user's likelihood replaces the preset's; its fit to the data is
+		// checked at Fit.
+	case o.Likelihood.Name == "":
+		o.Likelihood.Name = p.Likelihoods[0]
+	case !contains(p.Likelihoods, o.Likelihood.Name):
+		return o, fmt.Errorf("models: model %s takes the %s likelihood, not %s (%s); choose a model built for it or give the parts without a model", p.Name, joinOr(p.Likelihoods), o.Likelihood.Name, describeLikelihood(o.Likelihood.Name))
+	}
+	return o, nil
+}
+
+// describeLikelihood says what kind of likelihood a registered name is.
+func describeLikelihood(name string) string {
+	l, err := likelihoods.New(name, likelihoods.Config{})
+	if err != nil {
+		return "unknown"
+	}
+	if cc, ok := l.(likelihoods.ClassCounter); ok {
+		return fmt.Sprintf("a %d-class likelihood", cc.Classes())
+	}
+	return "a multi-class likelihood"
+}
+
 // Defaults fills zero fields with the original code's settings.
 func (o Options) Defaults() Options {
-	if o.Kind == "" {
-		o.Kind = MGP
+	if o.Kernel.Name == "" {
+		o.Kernel.Name = "se"
 	}
-	if o.Inducing == 0 {
-		o.Inducing = 100
+	if o.Kernel.Degree == 0 {
+		o.Kernel.Degree = 9
 	}
-	if o.Kernel == "" {
-		o.Kernel = "se"
+	if o.Likelihood.Epsilon == 0 {
+		o.Likelihood.Epsilon = 1e-3
 	}
-	if o.Degree == 0 {
-		o.Degree = 9
+	if o.Likelihood.Quadrature == 0 {
+		o.Likelihood.Quadrature = 20
 	}
-	if o.Epsilon == 0 {
-		o.Epsilon = 1e-3
+	if o.Posterior.Inducing == 0 {
+		o.Posterior.Inducing = 100
 	}
-	if o.Quadrature == 0 {
-		o.Quadrature = 20
-	}
-	if o.Jitter == 0 {
-		o.Jitter = 1e-3
-		if o.Kernel == "poly" {
-			o.Jitter = 1e-10
+	if o.Posterior.Jitter == 0 {
+		o.Posterior.Jitter = 1e-3
+		if o.Kernel.Name == "poly" {
+			o.Posterior.Jitter = 1e-10
 		}
 	}
-	if o.NoiseInit == 0 {
-		o.NoiseInit = 0.1
+	o.Inputs.Config = o.Inputs.Config.Defaults()
+	if o.Inference == "" {
+		o.Inference = "svi"
 	}
-	if o.PriorVar == 0 {
-		o.PriorVar = 1000
+	if o.Train.Epochs == 0 {
+		o.Train.Epochs = 100
 	}
-	if o.QXInitVar == 0 {
-		o.QXInitVar = 1e-5
+	if o.Train.Batch == 0 {
+		o.Train.Batch = 50
 	}
-	if o.Hidden == nil {
-		o.Hidden = []int{50}
-	}
-	if o.TestSamples == 0 {
-		o.TestSamples = 500
-	}
-	if o.Epochs == 0 {
-		o.Epochs = 100
-	}
-	if o.Batch == 0 {
-		o.Batch = 50
-	}
-	if o.LR == 0 {
-		o.LR = 0.01
+	if o.Train.LR == 0 {
+		o.Train.LR = 0.01
 	}
 	return o
 }
 
-// Validate reports the first invalid setting.
+// KernelNames are the built-in kernels.
+var KernelNames = []string{"se", "poly", "matern32", "matern52", "linear"}
+
+// PosteriorFamilies are the posterior families.
+var PosteriorFamilies = []string{"sparse", "full"}
+
+// Validate reports the first invalid setting of resolved options.
 func (o Options) Validate() error {
-	switch o.Kind {
-	case MGP, NIMGP, NIMGPNN, NIMGPFO:
-	default:
-		return fmt.Errorf("models: unknown model %q (want mgp, nimgp, nimgp-nn or nimgp-fo)", o.Kind)
+	if o.Kernel.Factory == nil && !contains(KernelNames, o.Kernel.Name) {
+		return fmt.Errorf("models: unknown kernel %q (want %s)", o.Kernel.Name, joinOr(KernelNames))
 	}
-	switch o.Kernel {
-	case "se", "poly", "matern32", "matern52", "linear":
-	default:
-		if o.KernelFactory == nil {
-			return fmt.Errorf("models: unknown kernel %q (want se, poly, matern32, matern52 or linear)", o.Kernel)
+	if o.Likelihood.Custom == nil {
+		if _, err := likelihoods.New(o.Likelihood.Name, likelihoods.Config{Epsilon: o.Likelihood.Epsilon, Points: o.Likelihood.Quadrature}); err != nil {
+			return fmt.Errorf("models: %w", err)
 		}
+	}
+	if !contains(PosteriorFamilies, o.Posterior.Family) {
+		return fmt.Errorf("models: unknown posterior family %q (want %s)", o.Posterior.Family, joinOr(PosteriorFamilies))
+	}
+	if !contains(inputs.Names(), o.Inputs.Model) {
+		return fmt.Errorf("models: unknown input model %q (want %s)", o.Inputs.Model, joinOr(inputs.Names()))
+	}
+	if err := o.Inputs.Config.Validate(); err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	if o.Inference != "svi" {
+		return fmt.Errorf("models: unknown inference %q (want svi)", o.Inference)
 	}
 	switch {
-	case o.Inducing < 1:
-		return fmt.Errorf("models: %d inducing points", o.Inducing)
-	case o.Epsilon <= 0 || o.Epsilon >= 1:
-		return fmt.Errorf("models: label-flip probability %g outside (0, 1)", o.Epsilon)
-	case o.Quadrature < 1:
-		return fmt.Errorf("models: %d quadrature points", o.Quadrature)
-	case o.Jitter < 0:
-		return fmt.Errorf("models: negative jitter %g", o.Jitter)
-	case o.NoiseInit <= 0 || o.NoiseVar < 0:
-		return fmt.Errorf("models: noise variances must be positive (init %g, given %g)", o.NoiseInit, o.NoiseVar)
-	case o.PriorVar <= 0 || o.QXInitVar <= 0:
-		return fmt.Errorf("models: prior variance %g and q(x) variance %g must be positive", o.PriorVar, o.QXInitVar)
-	case o.TestSamples < 1:
-		return fmt.Errorf("models: %d test samples", o.TestSamples)
-	case o.Epochs < 1 || o.Batch < 1:
-		return fmt.Errorf("models: %d epochs of batch %d", o.Epochs, o.Batch)
-	case o.LR <= 0:
-		return fmt.Errorf("models: learning rate %g", o.LR)
-	}
-	for _, h := range o.Hidden {
-		if h < 1 {
-			return fmt.Errorf("models: hidden layer of %d units", h)
-		}
+	case o.Kernel.Degree < 1:
+		return fmt.Errorf("models: polynomial degree %d", o.Kernel.Degree)
+	case o.Posterior.Inducing < 1:
+		return fmt.Errorf("models: %d inducing points", o.Posterior.Inducing)
+	case o.Posterior.Jitter < 0 || math.IsNaN(o.Posterior.Jitter):
+		return fmt.Errorf("models: negative jitter %g", o.Posterior.Jitter)
+	case o.Train.Epochs < 1 || o.Train.Batch < 1:
+		return fmt.Errorf("models: %d epochs of batch %d", o.Train.Epochs, o.Train.Batch)
+	case !(o.Train.LR > 0) || math.IsInf(o.Train.LR, 0):
+		return fmt.Errorf("models: learning rate %g", o.Train.LR)
 	}
 	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// joinOr lists names as "a, b or c".
+func joinOr(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	out := names[0]
+	for _, n := range names[1 : len(names)-1] {
+		out += ", " + n
+	}
+	return out + " or " + names[len(names)-1]
 }

@@ -7,82 +7,127 @@ import (
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/inputs"
 )
 
 // predictBatch is the largest number of rows one prediction graph holds.
 const predictBatch = 256
 
-// predictGraph maps inputs (and, for NIMGP_FO, their noise variances) to
-// class probabilities for a fixed number of rows.
-type predictGraph struct {
+// feed is a graph input whose backing array is rewritten before each run.
+type feed struct {
+	node *G.Node
+	data []float64
+}
+
+func newFeed(g *G.ExprGraph, name string, shape ...int) feed {
+	data := make([]float64, tensor.Shape(shape).TotalSize())
+	return feed{graph.Input(g, name, shape, data), data}
+}
+
+// testGraph maps a fixed number of inputs (and, when the input model asks,
+// their noise variances) to marginals or class probabilities; it
+// implements inputs.Test.
+type testGraph struct {
+	g     *G.ExprGraph
 	s     *layers.Scope
+	rows  int
 	x, v  feed
 	probs *G.Node
 	prog  *graph.Program
 }
 
-func (m *Model) buildPredict(rows int) (*predictGraph, error) {
-	g := G.NewGraph()
-	p := &predictGraph{s: layers.NewScope(g)}
-	p.x = newFeed(g, "x", rows, m.D)
-	b, err := m.post.Build(p.s)
-	if err != nil {
-		return nil, err
+func (t *testGraph) Scope() *layers.Scope { return t.s }
+func (t *testGraph) X() *G.Node           { return t.x.node }
+func (t *testGraph) Noise() *G.Node {
+	if t.v.node == nil {
+		t.v = newFeed(t.g, "noise", t.rows, len(t.x.data)/t.rows)
 	}
-	var mu, v *G.Node
-	if m.Opts.Kind == NIMGPFO {
-		p.v = newFeed(g, "noise", rows, m.D)
-		mu, v, err = firstOrder(b, p.x.node, p.v.node)
-	} else {
-		mu, v, err = b.Marginals(p.x.node)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if p.probs, err = m.lik.Predict(p.s, mu, v); err != nil {
-		return nil, err
-	}
-	if p.prog, err = graph.Compile(g, p.probs); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return t.v.node
 }
 
-func (p *predictGraph) run() ([]float64, error) {
-	if err := p.s.Sync(); err != nil {
+func (m *Model) newTestGraph(rows int) *testGraph {
+	g := G.NewGraph()
+	t := &testGraph{g: g, s: layers.NewScope(g), rows: rows}
+	t.x = newFeed(g, "x", rows, m.D)
+	return t
+}
+
+func (m *Model) buildPredict(rows int) (*testGraph, error) {
+	t := m.newTestGraph(rows)
+	post, err := m.post.Bind(t.s)
+	if err != nil {
 		return nil, err
 	}
-	if err := p.prog.Run(); err != nil {
+	mu, v, err := m.inputs.Predict(t, post)
+	if err != nil {
 		return nil, err
 	}
-	return p.prog.Float64s(p.probs)
+	if t.probs, err = m.lik.Predict(t.s, mu, v); err != nil {
+		return nil, err
+	}
+	if t.prog, err = graph.Compile(t.g, t.probs); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *testGraph) run() ([]float64, error) {
+	if err := t.s.Sync(); err != nil {
+		return nil, err
+	}
+	if err := t.prog.Run(); err != nil {
+		return nil, err
+	}
+	return t.prog.Float64s(t.probs)
+}
+
+// checkTest validates prediction inputs.
+func (m *Model) checkTest(x []float64, n int, noise []float64) error {
+	if m.post == nil {
+		return errors.New("models: the model is not trained")
+	}
+	if len(x) != n*m.D {
+		return fmt.Errorf("models: %d values for %d rows of %d features", len(x), n, m.D)
+	}
+	if noise != nil && len(noise) != n*m.D {
+		return fmt.Errorf("models: %d noise variances for %d rows of %d features", len(noise), n, m.D)
+	}
+	for i, v := range noise {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("models: noise variance %v at row %d, column %d is not positive and finite", v, i/m.D, i%m.D)
+		}
+	}
+	return nil
+}
+
+// noiseAt is the input-noise variance of test row i, dimension d: given,
+// else the noise part's (learned or configured); 0 without a noise part.
+func (m *Model) noiseAt(noise []float64, i, d int) float64 {
+	if n := m.InputNoise(); n != nil {
+		return n.At(noise, i, d)
+	}
+	if noise != nil {
+		return noise[i*m.D+d]
+	}
+	return 0
 }
 
 // Predict returns the n×C matrix (row-major) of class probabilities for the
 // n rows of x (n×D). noise holds the test inputs' variances (n×D) for the
-// noise-aware models; nil uses the learned variances or Options.NoiseVar.
+// models with input noise; nil uses the learned variances or the
+// configured value.
 //
-// MGP and NIMGP_FO are closed form at x̃* (quadrature over f); NIMGP and
-// NIMGP_NN average over Options.TestSamples draws of
-// x* ~ N(V*ˣ V*⁻¹ x̃*, V*ˣ) with V*ˣ = (V*⁻¹ + I/s)⁻¹, the same draws for every
-// class, so each row sums to one.
+// The input model decides how: in closed form at x̃* (observed,
+// first-order: quadrature over f), or, for an inputs.Sampler (latent,
+// amortised), averaged over its draws of x* ~ p(x* | x̃*), the same draws for
+// every class, so that each row sums to one.
 func (m *Model) Predict(x []float64, n int, noise []float64) ([]float64, error) {
-	if m.post == nil {
-		return nil, errors.New("models: the model is not trained")
-	}
-	if len(x) != n*m.D {
-		return nil, fmt.Errorf("models: %d values for %d rows of %d features", len(x), n, m.D)
-	}
-	if noise != nil && len(noise) != n*m.D {
-		return nil, fmt.Errorf("models: %d noise variances for %d rows of %d features", len(noise), n, m.D)
-	}
-	for i, v := range noise {
-		if !(v > 0) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("models: noise variance %v at row %d, column %d is not positive and finite", v, i/m.D, i%m.D)
-		}
+	if err := m.checkTest(x, n, noise); err != nil {
+		return nil, err
 	}
 	rows := min(n, predictBatch)
 	pg, err := m.buildPredict(rows)
@@ -91,7 +136,8 @@ func (m *Model) Predict(x []float64, n int, noise []float64) ([]float64, error) 
 	}
 	defer pg.prog.Close()
 	out := make([]float64, 0, n*m.C)
-	rng := rand.New(rand.NewPCG(m.Opts.Seed, 0x9ed))
+	rng := rand.New(rand.NewPCG(m.Opts.Train.Seed, 0x9ed))
+	sampler, _ := m.inputs.(inputs.Sampler)
 	for start := 0; start < n; start += rows {
 		real := min(rows, n-start)
 		// Pad the last batch by repeating its first row; padded outputs are dropped.
@@ -105,8 +151,8 @@ func (m *Model) Predict(x []float64, n int, noise []float64) ([]float64, error) 
 			}
 		}
 		var probs []float64
-		if m.Opts.Kind.latentInputs() {
-			probs, err = m.sampleInputs(pg, x, noise, start, real, rng)
+		if sampler != nil {
+			probs, err = m.sampleInputs(pg, sampler, x, noise, start, real, rng)
 		} else {
 			probs, err = pg.run()
 		}
@@ -118,38 +164,21 @@ func (m *Model) Predict(x []float64, n int, noise []float64) ([]float64, error) 
 	return out, nil
 }
 
-// noiseAt is the input-noise variance of test row i, dimension d.
-func (m *Model) noiseAt(noise []float64, i, d int) float64 {
-	switch {
-	case noise != nil:
-		return noise[i*m.D+d]
-	case m.logNoise != nil:
-		return m.logNoise.Value(d)
-	}
-	return m.Opts.NoiseVar
-}
-
 // sampleInputs averages the probabilities over draws of the noiseless inputs.
-func (m *Model) sampleInputs(pg *predictGraph, x, noise []float64, start, real int, rng *rand.Rand) ([]float64, error) {
-	rows, D, s := len(pg.x.data)/m.D, m.D, m.Opts.PriorVar
+func (m *Model) sampleInputs(pg *testGraph, s inputs.Sampler, x, noise []float64, start, real int, rng *rand.Rand) ([]float64, error) {
+	rows, D := len(pg.x.data)/m.D, m.D
 	mean := make([]float64, rows*D)
 	sd := make([]float64, rows*D)
+	v := make([]float64, D)
 	for r := 0; r < rows; r++ {
 		i := start + r%real
-		for d := 0; d < D; d++ {
-			v := m.noiseAt(noise, i, d)
-			if !(v > 0) {
-				// Without input noise the posterior over x* is a point mass at x̃*.
-				mean[r*D+d] = x[i*D+d]
-				continue
-			}
-			vx := 1 / (1/v + 1/s)
-			mean[r*D+d] = vx * x[i*D+d] / v
-			sd[r*D+d] = math.Sqrt(vx)
+		for d := range v {
+			v[d] = m.noiseAt(noise, i, d)
 		}
+		s.TestPosterior(x[i*D:(i+1)*D], v, mean[r*D:(r+1)*D], sd[r*D:(r+1)*D])
 	}
 	acc := make([]float64, rows*m.C)
-	for k := 0; k < m.Opts.TestSamples; k++ {
+	for k := 0; k < s.Samples(); k++ {
 		for j := range pg.x.data {
 			pg.x.data[j] = mean[j] + sd[j]*rng.NormFloat64()
 		}
@@ -162,35 +191,7 @@ func (m *Model) sampleInputs(pg *predictGraph, x, noise []float64, start, real i
 		}
 	}
 	for j := range acc {
-		acc[j] /= float64(m.Opts.TestSamples)
+		acc[j] /= float64(s.Samples())
 	}
 	return acc, nil
-}
-
-// Scores are a prediction's test error and mean negative log-likelihood.
-type Scores struct {
-	Error float64 `json:"error"`
-	NLL   float64 `json:"nll"`
-}
-
-// Score evaluates n×C probabilities against labels.
-func Score(probs []float64, labels []int, c int) Scores {
-	var s Scores
-	for i, y := range labels {
-		row := probs[i*c : (i+1)*c]
-		arg := 0
-		for j := range row {
-			if row[j] > row[arg] {
-				arg = j
-			}
-		}
-		if arg != y {
-			s.Error++
-		}
-		s.NLL -= math.Log(math.Max(row[y], 1e-300))
-	}
-	n := float64(len(labels))
-	s.Error /= n
-	s.NLL /= n
-	return s
 }

@@ -1,18 +1,20 @@
 package models
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
-
-	"github.com/gpc-dev/gpc/datasets"
+	"path/filepath"
 )
 
 // FormatVersion is the version of the model file format written by Save.
-const FormatVersion = 1
+// Version 2 stores the composition (preset, kernel, likelihood, posterior,
+// input model); version 1 files (a flat option list with a model kind)
+// are converted on Load.
+const FormatVersion = 2
 
 type savedParam struct {
 	Name  string    `json:"name"`
@@ -21,25 +23,29 @@ type savedParam struct {
 }
 
 type savedModel struct {
-	Format  string       `json:"format"`
-	Version int          `json:"version"`
-	Options Options      `json:"options"`
-	D       int          `json:"d"`
-	C       int          `json:"c"`
-	N       int          `json:"n"`
-	M       int          `json:"m"`
-	Params  []savedParam `json:"params"`
+	Format  string          `json:"format"`
+	Version int             `json:"version"`
+	Options json.RawMessage `json:"options"`
+	D       int             `json:"d"`
+	C       int             `json:"c"`
+	N       int             `json:"n"`
+	M       int             `json:"m"`
+	Params  []savedParam    `json:"params"`
 }
 
-// Save writes the model to a versioned JSON file: its options and every
-// parameter needed for prediction (the per-point q(x_i) of NIMGP, which
-// prediction does not use, is not stored). A user-written kernel or
-// likelihood is not serialisable; Load needs the same factory again.
+// Save writes the model to a versioned JSON file: its composition and every
+// parameter needed for prediction (per-row local parameters such as NIMGP's
+// q(x_i), which prediction does not use, are not stored). A user-written
+// kernel or likelihood is not serialisable; Load needs it again.
 func (m *Model) Save(path string) error {
 	if m.post == nil {
 		return errors.New("models: cannot save an untrained model")
 	}
-	s := savedModel{Format: "gpc-model", Version: FormatVersion, Options: m.Opts, D: m.D, C: m.C, N: m.N, M: m.post.M}
+	opts, err := json.Marshal(m.Opts)
+	if err != nil {
+		return fmt.Errorf("models: saving %s: %w", path, err)
+	}
+	s := savedModel{Format: "gpc-model", Version: FormatVersion, Options: opts, D: m.D, C: m.C, N: m.N, M: m.post.M}
 	for _, p := range m.params() {
 		s.Params = append(s.Params, savedParam{Name: p.Name, Shape: p.Shape, Data: p.Data})
 	}
@@ -47,16 +53,31 @@ func (m *Model) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("models: saving %s: %w", path, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
+	// A temporary file in the target directory, renamed over the target:
+	// never a half-written model, and nothing left behind on failure.
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("models: saving %s: %w", path, err)
 	}
-	return os.Rename(tmp, path) // never leave a half-written model behind
+	tmp := f.Name()
+	_, werr := f.Write(b)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("models: saving %s: %w", path, werr)
+	}
+	return nil
 }
 
-// Load reads a model written by Save. custom supplies what JSON cannot hold
-// (Options.KernelFactory, Options.Likelihood) when the model used them; pass
-// nil otherwise.
+// Load reads a model written by Save (format version 1 or 2). custom
+// supplies what JSON cannot hold (Options.Kernel.Factory,
+// Options.Likelihood.Custom) when the model used them; pass nil otherwise.
 func Load(path string, custom *Options) (*Model, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -69,42 +90,40 @@ func Load(path string, custom *Options) (*Model, error) {
 	if s.Format != "gpc-model" {
 		return nil, fmt.Errorf("models: %s is not a gpc model file", path)
 	}
-	if s.Version != FormatVersion {
-		return nil, fmt.Errorf("models: %s has format version %d; this gpc reads version %d", path, s.Version, FormatVersion)
+	var opts Options
+	switch s.Version {
+	case 1:
+		if opts, err = optionsV1(s.Options); err != nil {
+			return nil, fmt.Errorf("models: %s (format version 1): %w", path, err)
+		}
+	case FormatVersion:
+		dec := json.NewDecoder(bytes.NewReader(s.Options))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&opts); err != nil {
+			return nil, fmt.Errorf("models: %s: options: %w", path, err)
+		}
+	default:
+		return nil, fmt.Errorf("models: %s has format version %d; this gpc reads versions 1 and %d", path, s.Version, FormatVersion)
 	}
-	opts := s.Options
 	if custom != nil {
-		opts.KernelFactory, opts.Likelihood = custom.KernelFactory, custom.Likelihood
+		opts.Kernel.Factory, opts.Likelihood.Custom = custom.Kernel.Factory, custom.Likelihood.Custom
+		if opts.Likelihood.Custom != nil {
+			opts.Likelihood.Name = "custom"
+		}
+	}
+	if opts.Likelihood.Name == "custom" && opts.Likelihood.Custom == nil {
+		return nil, fmt.Errorf("models: %s was trained with a user-written likelihood; pass it to Load", path)
 	}
 	m, err := New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("models: %s: %w", path, err)
 	}
-	if s.D < 1 || s.C < 2 || s.M < 1 || s.N < 1 {
+	if s.D < 1 || s.C < 2 || s.M < 1 || s.N < 1 || s.D*s.M > 1<<30 {
 		return nil, fmt.Errorf("models: %s: invalid sizes d=%d c=%d m=%d n=%d", path, s.D, s.C, s.M, s.N)
 	}
-	// Rebuild the parameter structure on a placeholder data set, then
-	// overwrite every parameter with the stored values.
-	ph := &datasets.Dataset{Name: "placeholder", N: s.M, D: s.D, C: s.C, X: make([]float64, s.M*s.D), Y: make([]int, s.M)}
-	for i := range ph.X {
-		ph.X[i] = float64(i%7) - 3
-	}
-	for i := range ph.Y {
-		ph.Y[i] = i % s.C
-	}
-	// Placeholder variances: training-point noise is not part of a saved
-	// model (predictions take the test points' own), but initialisation
-	// validates it.
-	ph.Noise = make([]float64, len(ph.X))
-	for i := range ph.Noise {
-		ph.Noise[i] = 1
-	}
-	m.Opts.Inducing = s.M
-	if err := m.initialize(ph, io.Discard); err != nil {
+	if err := m.allocate(s.D, s.C, s.N, s.M); err != nil {
 		return nil, fmt.Errorf("models: %s: %w", path, err)
 	}
-	m.N = s.N
-	m.Opts.Inducing = opts.Inducing
 	byName := map[string]savedParam{}
 	for _, p := range s.Params {
 		byName[p.Name] = p
@@ -125,4 +144,42 @@ func Load(path string, custom *Options) (*Model, error) {
 		copy(p.Data, sp.Data)
 	}
 	return m, nil
+}
+
+// optionsV1 converts a version-1 file's flat options, where the model kind
+// chose everything, to the composition it meant.
+func optionsV1(raw json.RawMessage) (Options, error) {
+	var v1 struct {
+		Kind                          string
+		Inducing                      int
+		Kernel                        string
+		Degree                        int
+		Epsilon                       float64
+		Quadrature                    int
+		Whitened, SharedZ             bool
+		Jitter                        float64
+		LearnNoise                    bool
+		NoiseInit, NoiseVar, PriorVar float64
+		QXInitVar                     float64
+		Hidden                        []int
+		Residual                      bool
+		TestSamples                   int
+		Epochs, Batch                 int
+		LR                            float64
+		Seed                          uint64
+	}
+	if err := json.Unmarshal(raw, &v1); err != nil {
+		return Options{}, err
+	}
+	if _, ok := LookupPreset(v1.Kind); !ok {
+		return Options{}, fmt.Errorf("unknown model kind %q", v1.Kind)
+	}
+	o := Options{Model: v1.Kind}
+	o.Kernel = KernelOptions{Name: v1.Kernel, Degree: v1.Degree}
+	o.Likelihood = LikelihoodOptions{Epsilon: v1.Epsilon, Quadrature: v1.Quadrature}
+	o.Posterior = PosteriorOptions{Inducing: v1.Inducing, Whitened: v1.Whitened, SharedZ: v1.SharedZ, Jitter: v1.Jitter}
+	o.Inputs.Noise.Learn, o.Inputs.Noise.Init, o.Inputs.Noise.Var = v1.LearnNoise, v1.NoiseInit, v1.NoiseVar
+	o.Inputs.PriorVar, o.Inputs.QXInitVar, o.Inputs.Hidden, o.Inputs.Residual, o.Inputs.TestSamples = v1.PriorVar, v1.QXInitVar, v1.Hidden, v1.Residual, v1.TestSamples
+	o.Train = TrainOptions{Epochs: v1.Epochs, Batch: v1.Batch, LR: v1.LR, Seed: v1.Seed}
+	return o, nil
 }

@@ -12,12 +12,18 @@ import (
 func TestSaveLoadRoundTrip(t *testing.T) {
 	train := syntheticSet(120, 3, 3, 4)
 	test := syntheticSet(30, 3, 3, 5)
-	for _, k := range Kinds {
+	for _, k := range PresetNames() {
 		for _, learn := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/learn=%v", k, learn), func(t *testing.T) {
-				m, err := New(Options{Kind: k, Inducing: 10, Epochs: 2, Batch: 40, LearnNoise: learn, NoiseVar: 0.1, TestSamples: 5, Seed: 3})
+				o := withNoise(opts(k, 10, 2, 40, 3), 0.1, learn)
+				o.Inputs.TestSamples = 5
+				m, err := New(o)
 				if err != nil {
 					t.Fatal(err)
+				}
+				train, test := train, test
+				if cc, ok := m.Likelihood().(interface{ Classes() int }); ok {
+					train, test = syntheticSet(120, 3, cc.Classes(), 4), syntheticSet(30, 3, cc.Classes(), 5)
 				}
 				if err := m.Fit(context.Background(), train, FitConfig{}); err != nil {
 					t.Fatal(err)

@@ -7,21 +7,22 @@ import (
 	"math"
 	"math/bits"
 	"os"
-	"slices"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/models/svi"
 	"github.com/gpc-dev/gpc/solvers"
 )
 
 // trainState is what Fit leaves in a model so that Continue can resume
-// training: the compiled training graph with its optimisers (Adam over the
-// global parameters, rowAdam over NIMGP's q(x_i) rows, the stream of ε
-// draws), a fingerprint of every row trained on, and the epochs run so far.
+// training: the compiled objective (with its streams of random draws) and
+// Adam over the global parameters (the input model's local rows keep their
+// own optimiser), a fingerprint of every row trained on, and the epochs run so far.
 // Save does not store it, so a loaded model cannot be continued. It holds
 // the compiled graph, a reference to the training rows and, for NIMGP, Adam
 // moments of every q(x_i) (4·N·D values) for as long as the model lives.
 type trainState struct {
-	obj    *objective
+	obj    *svi.Objective
+	adam   *solvers.Adam
 	rows   []uint64
 	epochs int
 }
@@ -83,48 +84,26 @@ func (m *Model) Continue(ctx context.Context, train *datasets.Dataset, epochs in
 	case train.N < m.N:
 		return fmt.Errorf("models: cannot continue on %d rows: the model was fitted on %d, and Continue only appends rows", train.N, m.N)
 	}
-	var noise []float64
-	if m.trainNoise != nil {
-		noise = givenNoise(train, m.Opts.NoiseVar)
-		if err := checkGivenNoise(m.Opts.Kind, noise, m.D); err != nil {
+	if n := m.InputNoise(); n != nil {
+		if err := n.CheckGiven(train); err != nil {
 			return err
 		}
 	}
+	noise := m.givenNoise(train)
 	rows := rowPrints(train, noise)
 	for i, h := range st.rows {
 		if rows[i] != h {
 			return fmt.Errorf("models: row %d of the data set differs from the row %d the model was fitted on (input, label or given noise); Continue only appends rows", i, i)
 		}
 	}
-	obj := st.obj
-	t := obj.t
-	if B := min(m.Opts.Batch, train.N); B != t.B {
-		// The model was fitted on fewer rows than a batch: the graph's
-		// fixed batch size grows with the data.
-		var err error
-		if t, err = m.buildTrain(B); err != nil {
-			return err
-		}
-		if !slices.Equal(t.params, obj.t.params) {
-			return errors.New("models: internal error: the rebuilt training graph has other parameters")
-		}
+	// Everything is checked; extend the model to the new rows. The graph's
+	// fixed batch grows with the data when the model was fitted on fewer
+	// rows than a batch.
+	if err := st.obj.Grow(train, m.Opts.Train.Batch); err != nil {
+		return err
 	}
-
-	// Everything is checked; extend the model to the new rows.
-	oldN, D := m.N, m.D
-	obj.t = t
-	targets, _ := m.lik.Targets(train.Y, m.C)
-	obj.data = &trainingData{n: train.N, d: D, x: train.X, y: train.Y, targets: targets}
-	if noise != nil {
-		m.trainNoise = noise
-	}
-	if m.Opts.Kind == NIMGP {
-		m.qxMean = append(m.qxMean, train.X[oldN*D:]...)
-		lv := math.Log(m.Opts.QXInitVar)
-		for range (train.N - oldN) * D {
-			m.qxLogVar = append(m.qxLogVar, lv)
-		}
-		obj.qAdam.grow(train.N)
+	for _, l := range m.inputs.Locals() {
+		l.Grow(train)
 	}
 	m.N = train.N
 	st.rows = rows
@@ -135,15 +114,12 @@ func (m *Model) Continue(ctx context.Context, train *datasets.Dataset, epochs in
 	if warn == nil {
 		warn = os.Stderr
 	}
-	hist, err := solvers.Train(ctx, obj, obj.solverParams(), solvers.TrainConfig{
-		N: m.N, BatchSize: t.B, Epochs: epochs, Seed: continueSeed(m.Opts.Seed, st.epochs),
-		Optimizer: obj.adam, Progress: cfg.Progress, Callback: cfg.Callback,
+	hist, err := solvers.Train(ctx, st.obj, st.obj.SolverParams(), solvers.TrainConfig{
+		N: m.N, BatchSize: st.obj.Batch(), Epochs: epochs, Seed: continueSeed(m.Opts.Train.Seed, st.epochs),
+		Optimizer: st.adam, Progress: cfg.Progress, Callback: cfg.Callback,
 		Warnings: warn, MaxIterations: cfg.MaxIterations,
 	})
 	st.epochs += len(hist)
-	// Fingerprint the rows as they are now, as Fit does (a caller may
-	// redraw inputs in place between epochs).
-	st.rows = rowPrints(train, noise)
 	return err
 }
 
@@ -172,15 +148,6 @@ func rowPrints(ds *datasets.Dataset, noise []float64) []uint64 {
 		out[i] = h
 	}
 	return out
-}
-
-// grow adds rows with no Adam history (step count and moments zero).
-func (r *rowAdam) grow(rows int) {
-	if extra := rows - len(r.t); extra > 0 {
-		r.m = append(r.m, make([]float64, extra*r.width)...)
-		r.v = append(r.v, make([]float64, extra*r.width)...)
-		r.t = append(r.t, make([]int, extra)...)
-	}
 }
 
 // ReleaseTraining drops the state Fit keeps for Continue (the compiled

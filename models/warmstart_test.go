@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/solvers"
 )
 
 // sectorSet is a learnable 2-D, 3-class problem: the class is the 120°
@@ -63,9 +64,11 @@ func TestContinueZeroEpochsKeepsPredictions(t *testing.T) {
 	first := syntheticSet(80, 3, 3, 21)
 	grown := appendRows(first, syntheticSet(20, 3, 3, 22))
 	test := syntheticSet(25, 3, 3, 23)
-	for _, k := range Kinds {
-		t.Run(string(k), func(t *testing.T) {
-			m, err := New(Options{Kind: k, Inducing: 8, Epochs: 2, Batch: 40, NoiseVar: 0.1, TestSamples: 5, Seed: 5})
+	for _, k := range noisyPresets {
+		t.Run(k, func(t *testing.T) {
+			o := withNoise(opts(k, 8, 2, 40, 5), 0.1, false)
+			o.Inputs.TestSamples = 5
+			m, err := New(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,9 +98,10 @@ func TestContinueImprovesOnWarmStart(t *testing.T) {
 	first := sectorSet(100, 1)
 	grown := appendRows(first, sectorSet(100, 2))
 	const more = 6
-	for _, k := range Kinds {
-		t.Run(string(k), func(t *testing.T) {
-			opts := Options{Kind: k, Inducing: 12, Epochs: 8, Batch: 50, NoiseVar: 0.01, TestSamples: 20, Seed: 9}
+	for _, k := range noisyPresets {
+		t.Run(k, func(t *testing.T) {
+			opts := withNoise(opts(k, 12, 8, 50, 9), 0.01, false)
+			opts.Inputs.TestSamples = 20
 			m, err := New(opts)
 			if err != nil {
 				t.Fatal(err)
@@ -117,7 +121,7 @@ func TestContinueImprovesOnWarmStart(t *testing.T) {
 				t.Fatalf("Continue ran %d epochs, want %d", epochs, more)
 			}
 			warm := trainNLL(t, m, grown)
-			opts.Epochs = more
+			opts.Train.Epochs = more
 			s, err := New(opts)
 			if err != nil {
 				t.Fatal(err)
@@ -152,52 +156,66 @@ func TestContinueNIMGPQX(t *testing.T) {
 	more := withNoise(syntheticSet(15, 2, 3, 32), 0.2)
 	grown := appendRows(first, more)
 	const qv = 1e-4
-	m, err := New(Options{Kind: NIMGP, Inducing: 8, Epochs: 3, Batch: 30, QXInitVar: qv, TestSamples: 5, Seed: 2})
+	o := opts("nimgp", 8, 3, 30, 2)
+	o.Inputs.QXInitVar, o.Inputs.TestSamples = qv, 5
+	m, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Fit(context.Background(), first, FitConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	mean, logv := slices.Clone(m.qxMean), slices.Clone(m.qxLogVar)
-	steps := slices.Clone(m.fit.obj.qAdam.t)
+	qm, ql := m.Inputs().Locals()[0], m.Inputs().Locals()[1]
+	mean, logv := slices.Clone(qm.Data), slices.Clone(ql.Data)
+	var steps []int
+	for i := range first.N {
+		steps = append(steps, qm.Steps(i))
+	}
 	if slices.Equal(mean, first.X) {
 		t.Fatal("Fit did not move q(x) (the test would not see a reset)")
 	}
 	if err := m.Continue(context.Background(), grown, 0, FitConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	n0, D := first.N*first.D, first.D
-	if len(m.qxMean) != len(grown.X) || len(m.qxLogVar) != len(grown.X) {
-		t.Fatalf("q(x) has %d/%d entries, want %d", len(m.qxMean), len(m.qxLogVar), len(grown.X))
+	n0 := first.N * first.D
+	if len(qm.Data) != len(grown.X) || len(ql.Data) != len(grown.X) {
+		t.Fatalf("q(x) has %d/%d entries, want %d", len(qm.Data), len(ql.Data), len(grown.X))
 	}
-	if !slices.Equal(m.qxMean[:n0], mean) || !slices.Equal(m.qxLogVar[:n0], logv) {
+	if !slices.Equal(qm.Data[:n0], mean) || !slices.Equal(ql.Data[:n0], logv) {
 		t.Fatal("q(x) of the old rows changed")
 	}
-	if !slices.Equal(m.qxMean[n0:], more.X) {
+	if !slices.Equal(qm.Data[n0:], more.X) {
 		t.Fatal("q(x) means of the new rows are not their x̃")
 	}
-	for i, v := range m.qxLogVar[n0:] {
+	for i, v := range ql.Data[n0:] {
 		if v != math.Log(qv) {
 			t.Fatalf("new q(x) log-variance %d is %v, want log %g", i, v, qv)
 		}
 	}
-	ra := m.fit.obj.qAdam
-	if !slices.Equal(ra.t[:first.N], steps) || len(ra.t) != grown.N || len(ra.m) != grown.N*2*D {
-		t.Fatal("row Adam state of the old rows was not kept, or not grown")
-	}
-	for _, v := range ra.t[first.N:] {
-		if v != 0 {
-			t.Fatal("a new row has Adam history")
+	for i := range grown.N {
+		want := 0
+		if i < first.N {
+			want = steps[i]
+		}
+		if qm.Steps(i) != want {
+			t.Fatalf("row %d has %d Adam steps after growing, want %d", i, qm.Steps(i), want)
 		}
 	}
-	if !slices.Equal(m.trainNoise[n0:], more.Noise) || !slices.Equal(m.trainNoise[:n0], first.Noise) {
+	if slices.Equal(steps, make([]int, first.N)) {
+		t.Fatal("no row had Adam history (the test would not see a reset)")
+	}
+	// The batch's given noise is read from the grown data set.
+	b := solvers.FullBatch(grown.N)
+	m.fit.obj.Grow(grown, grown.N)
+	m.fit.obj.Load(b)
+	if got := m.fit.obj.Fed("noise"); !slices.Equal(got[n0:], more.Noise) || !slices.Equal(got[:n0], first.Noise) {
 		t.Fatal("given noise of the training rows is not the data set's")
 	}
+	m.fit.obj.Grow(grown, 30)
 	if err := m.Continue(context.Background(), grown, 1, FitConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if slices.Equal(m.qxMean[n0:], more.X) {
+	if slices.Equal(qm.Data[n0:], more.X) {
 		t.Fatal("a continued epoch did not train the new rows' q(x)")
 	}
 }
@@ -207,21 +225,21 @@ func TestContinueNIMGPQX(t *testing.T) {
 func TestContinueGrowsBatch(t *testing.T) {
 	first := sectorSet(30, 3)
 	grown := appendRows(first, sectorSet(50, 4))
-	m, err := New(Options{Kind: NIMGPFO, Inducing: 8, Epochs: 2, Batch: 40, NoiseVar: 0.01, Seed: 1})
+	m, err := New(withNoise(opts("nimgp-fo", 8, 2, 40, 1), 0.01, false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Fit(context.Background(), first, FitConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if m.fit.obj.t.B != 30 {
-		t.Fatalf("batch %d, want 30", m.fit.obj.t.B)
+	if m.fit.obj.Batch() != 30 {
+		t.Fatalf("batch %d, want 30", m.fit.obj.Batch())
 	}
 	if err := m.Continue(context.Background(), grown, 2, FitConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if m.fit.obj.t.B != 40 {
-		t.Fatalf("batch %d after growing, want 40", m.fit.obj.t.B)
+	if m.fit.obj.Batch() != 40 {
+		t.Fatalf("batch %d after growing, want 40", m.fit.obj.Batch())
 	}
 }
 
@@ -235,7 +253,7 @@ func TestContinueErrors(t *testing.T) {
 	for i := range first.Noise {
 		first.Noise[i] = 0.1
 	}
-	m, err := New(Options{Kind: NIMGPFO, Inducing: 6, Epochs: 1, Batch: 25, Seed: 3})
+	m, err := New(opts("nimgp-fo", 6, 1, 25, 3))
 	if err != nil {
 		t.Fatal(err)
 	}

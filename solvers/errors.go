@@ -31,6 +31,21 @@ type Jitterer interface {
 	SetJitter(float64) error
 }
 
+// LocalObjective is implemented by an Objective with per-row local
+// parameters (one row per training point, such as NIMGP's q(x_i)), which a
+// batch touches only in its own rows and which are not among the global
+// params. Step must leave them alone (it may be retried, and L-BFGS
+// evaluates it at trial points); Train calls StepLocal after each global
+// optimiser step to apply the gradient of the batch's rows computed by the
+// last Step, with the objective's own per-row optimiser.
+type LocalObjective interface {
+	Objective
+	// LocalParams is the number of local parameter tables (0: none).
+	LocalParams() int
+	// StepLocal updates the batch's rows from the last Step's gradient.
+	StepLocal(b Batch) error
+}
+
 // NonFiniteError reports where a NaN or ±Inf first appeared. Training never
 // continues past one, because a single NaN poisons every parameter through
 // the optimiser state; this error says which quantity broke and when, so the

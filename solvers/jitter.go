@@ -70,20 +70,8 @@ func (p *jitterPolicy) handle(err error, where string) error {
 		return fmt.Errorf("solvers: Cholesky failed at %s with jitter %g after %d jitter increases (limit %d): %w",
 			where, old, p.increases, p.maxIncreases, err)
 	}
-	base := old
-	if !(base > 0) || math.IsInf(base, 0) {
-		base = JitterFloor / JitterGrowth
-	}
-	// Rounding to 12 significant digits keeps jitters on clean decimals
-	// (1e-05, not 9.999999999999999e-06), so warnings and model state read
-	// as intended.
-	next, _ := strconv.ParseFloat(strconv.FormatFloat(base*JitterGrowth, 'g', 12, 64), 64)
-	// A jitter far below the floor is round-off to the factorisation; growing
-	// it tenfold at a time would exhaust the retries without effect.
-	next = math.Max(next, JitterFloor)
-	// The relative slack absorbs any remaining round-off, so that reaching
-	// exactly MaxJitter is allowed.
-	if next > p.maxJitter*(1+1e-9) {
+	next, ok := NextJitter(old, p.maxJitter)
+	if !ok {
 		return fmt.Errorf("solvers: Cholesky failed at %s with jitter %g; raising it to %g would exceed the limit %g: %w",
 			where, old, next, p.maxJitter, err)
 	}
@@ -94,4 +82,28 @@ func (p *jitterPolicy) handle(err error, where string) error {
 	// A failed warning write must not abort training: the warning is advisory.
 	_, _ = fmt.Fprintf(p.warn, "solvers: warning: Cholesky failed at %s; jitter raised to %g\n", where, next)
 	return nil
+}
+
+// NextJitter is the jitter ladder every Cholesky retry climbs: ten times
+// the current jitter, at least JitterFloor, rounded to a clean decimal. ok
+// is false when that exceeds maxJitter (0: DefaultMaxJitter), where a
+// "jitter" would be a change of model rather than a numerical fix.
+func NextJitter(old, maxJitter float64) (next float64, ok bool) {
+	if maxJitter == 0 {
+		maxJitter = DefaultMaxJitter
+	}
+	base := old
+	if !(base > 0) || math.IsInf(base, 0) {
+		base = JitterFloor / JitterGrowth
+	}
+	// Rounding to 12 significant digits keeps jitters on clean decimals
+	// (1e-05, not 9.999999999999999e-06), so warnings and model state read
+	// as intended.
+	next, _ = strconv.ParseFloat(strconv.FormatFloat(base*JitterGrowth, 'g', 12, 64), 64)
+	// A jitter far below the floor is round-off to the factorisation; growing
+	// it tenfold at a time would exhaust the retries without effect.
+	next = math.Max(next, JitterFloor)
+	// The relative slack absorbs any remaining round-off, so that reaching
+	// exactly maxJitter is allowed.
+	return next, next <= maxJitter*(1+1e-9)
 }

@@ -410,6 +410,11 @@ func TrainLBFGS(ctx context.Context, obj Objective, params []Param, n int, setti
 	if n <= 0 {
 		return Result{X: Flatten(params), F: math.NaN(), Status: Failed}, fmt.Errorf("solvers: TrainLBFGS: number of rows must be positive, got %d", n)
 	}
+	if lo, ok := obj.(LocalObjective); ok && lo.LocalParams() > 0 {
+		// Its trial points would move the local rows as a side effect of
+		// evaluation, and its line search assumes a fixed function.
+		return Result{X: Flatten(params), F: math.NaN(), Status: Failed}, errors.New("solvers: TrainLBFGS: the objective has per-row local parameters, which L-BFGS cannot train; use Train")
+	}
 	batch := FullBatch(n)
 	jit := newJitterPolicy(obj, settings.MaxJitterIncreases, settings.MaxJitter, settings.Warnings)
 	evals := 0

@@ -105,7 +105,7 @@ func (h History) Losses() []float64 {
 
 // Train runs minibatch optimisation of obj over params: each epoch shuffles
 // the rows (see EpochBatches), and for every batch calls obj.Step and then
-// cfg.Optimizer.Step. It is the single loop every model shares, so that
+// cfg.Optimizer.Step, then, for a LocalObjective, StepLocal. It is the single loop every model shares, so that
 // NaN detection, Cholesky recovery, cancellation and progress reporting
 // behave the same everywhere.
 //
@@ -142,6 +142,10 @@ func Train(ctx context.Context, obj Objective, params []Param, cfg TrainConfig) 
 	perEpoch := (cfg.N + batchSize - 1) / batchSize
 
 	jit := newJitterPolicy(obj, cfg.MaxJitterIncreases, cfg.MaxJitter, cfg.Warnings)
+	local, _ := obj.(LocalObjective)
+	if local != nil && local.LocalParams() == 0 {
+		local = nil
+	}
 	prog := newProgress(cfg.Progress, cfg.Epochs, perEpoch, cfg.MaxIterations)
 	var hist History
 	iter := 0 // completed steps over the whole run
@@ -208,6 +212,11 @@ func Train(ctx context.Context, obj Objective, params []Param, cfg TrainConfig) 
 			// rate); catching it here keeps NaN out of the next evaluation.
 			if err := checkParamsFinite(params, where); err != nil {
 				return fail(err)
+			}
+			if local != nil {
+				if err := local.StepLocal(b); err != nil {
+					return fail(fmt.Errorf("solvers: local step at %s: %w", where, err))
+				}
 			}
 			iter = it
 			steps++

@@ -67,9 +67,9 @@ func rqFactory(name string, d int, init models.KernelInit) kernels.Kernel { retu
 // The user's kernel passes the model-level gradient check, including the
 // first-order model, which differentiates through ∂μ/∂x of this kernel.
 func TestUserKernelGradients(t *testing.T) {
-	for _, k := range models.Kinds {
-		t.Run(string(k), func(t *testing.T) {
-			rep, err := models.CheckGradients(models.Options{Kind: k, KernelFactory: rqFactory}, 1, 2)
+	for _, k := range noisyPresets {
+		t.Run(k, func(t *testing.T) {
+			rep, err := models.CheckGradients(models.Options{Model: k, Kernel: models.KernelOptions{Factory: rqFactory}}, 1, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,9 @@ func TestUserKernelTrains(t *testing.T) {
 	}
 	_, train := prob.Sample(300, 1)
 	_, test := prob.Sample(300, 2)
-	m, err := models.New(models.Options{Kind: models.NIMGPFO, KernelFactory: rqFactory, Inducing: 20, Epochs: 40, Batch: 50, NoiseVar: 0.1, Seed: 1})
+	o := models.Options{Model: "nimgp-fo", Kernel: models.KernelOptions{Factory: rqFactory}, Posterior: models.PosteriorOptions{Inducing: 20}, Train: models.TrainOptions{Epochs: 40, Batch: 50, Seed: 1}}
+	o.Inputs.Noise.Var = 0.1
+	m, err := models.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,14 +110,14 @@ func TestUserKernelTrains(t *testing.T) {
 	}
 }
 
-// A user kernel enters a model through Options.KernelFactory, which builds
+// A user kernel enters a model through Options.Kernel.Factory, which builds
 // one kernel per latent function from the data-driven initial values.
 func Example_userKernel() {
 	k := rqFactory("k0", 2, models.KernelInit{Lengthscale: 1.5, Variance: 1, Noise: 0.01})
 	for _, p := range k.Params() {
 		fmt.Printf("%s = %.2f\n", p.Name, p.Value(0))
 	}
-	_, err := models.New(models.Options{Kind: models.NIMGPFO, KernelFactory: rqFactory})
+	_, err := models.New(models.Options{Model: "nimgp-fo", Kernel: models.KernelOptions{Factory: rqFactory}})
 	fmt.Println("model accepts the factory:", err == nil)
 	// Output:
 	// k0/scale = 1.50

@@ -88,9 +88,9 @@ var _ likelihoods.Likelihood = CLogLog{}
 
 // The user's likelihood passes the model-level gradient check to second order.
 func TestUserLikelihoodGradients(t *testing.T) {
-	for _, k := range []models.Kind{models.MGP, models.NIMGPFO} {
+	for _, k := range []string{"mgp", "nimgp-fo"} {
 		for order := 1; order <= 2; order++ {
-			rep, err := models.CheckGradients(models.Options{Kind: k, Likelihood: CLogLog{Points: 20}}, order, 3)
+			rep, err := models.CheckGradients(models.Options{Model: k, Likelihood: models.LikelihoodOptions{Custom: CLogLog{Points: 20}}}, order, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +124,8 @@ func TestUserLikelihoodTrains(t *testing.T) {
 	}
 	train, _ := gen(400)
 	test, trueNLL := gen(400)
-	m, err := models.New(models.Options{Kind: models.MGP, Likelihood: CLogLog{Points: 20}, Inducing: 20, Epochs: 60, Batch: 100, LR: 0.02, Seed: 1})
+	m, err := models.New(models.Options{Model: "mgp", Likelihood: models.LikelihoodOptions{Custom: CLogLog{Points: 20}},
+		Posterior: models.PosteriorOptions{Inducing: 20}, Train: models.TrainOptions{Epochs: 60, Batch: 100, LR: 0.02, Seed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

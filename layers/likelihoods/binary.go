@@ -29,6 +29,9 @@ func NewLogit() *Bernoulli { return &Bernoulli{Link: "logit", Points: 20} }
 // Latent implements Likelihood: one latent function.
 func (l *Bernoulli) Latent(classes int) int { return 1 }
 
+// Classes implements ClassCounter: binary.
+func (l *Bernoulli) Classes() int { return 2 }
+
 // Params implements Likelihood.
 func (l *Bernoulli) Params() []*layers.Param { return nil }
 
@@ -152,6 +155,9 @@ func NewGaussian(name string, v float64) *Gaussian {
 
 // Latent implements Likelihood.
 func (l *Gaussian) Latent(classes int) int { return 1 }
+
+// Classes implements ClassCounter: binary (targets ±1).
+func (l *Gaussian) Classes() int { return 2 }
 
 // Params implements Likelihood.
 func (l *Gaussian) Params() []*layers.Param { return []*layers.Param{l.Variance} }

@@ -8,6 +8,7 @@ package likelihoods
 import (
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 
 	"gonum.org/v1/gonum/integrate/quad"
@@ -32,6 +33,89 @@ type Likelihood interface {
 	Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error)
 	// Params returns the likelihood's trainable parameters (often none).
 	Params() []*layers.Param
+}
+
+// ClassCounter is implemented by likelihoods defined for one number of
+// classes only (a binary likelihood: 2), so that a model can refuse data
+// with another number before training.
+type ClassCounter interface {
+	Classes() int
+}
+
+// Config holds the settings of the built-in likelihoods.
+type Config struct {
+	// Epsilon is robust-max's label-flip probability (default 1e-3).
+	Epsilon float64
+	// Points is the number of Gauss–Hermite nodes (default 20).
+	Points int
+}
+
+// Factory makes a likelihood from its settings.
+type Factory func(Config) Likelihood
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]Factory{}
+)
+
+// Register adds a likelihood under name (as the CLI, specs and saved
+// models name it); it fails if the name is taken.
+func Register(name string, f Factory) error {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, ok := registry[name]; ok {
+		return fmt.Errorf("likelihoods: likelihood %q is already registered", name)
+	}
+	registry[name] = f
+	return nil
+}
+
+// Names lists the registered likelihoods, sorted.
+func Names() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New returns the likelihood registered under name; zero settings take
+// their defaults.
+func New(name string, c Config) (Likelihood, error) {
+	regMu.Lock()
+	f, ok := registry[name]
+	regMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("likelihoods: unknown likelihood %q (want one of %v)", name, Names())
+	}
+	if c.Epsilon == 0 {
+		c.Epsilon = 1e-3
+	}
+	if c.Points == 0 {
+		c.Points = 20
+	}
+	if !(c.Epsilon > 0 && c.Epsilon < 1) {
+		return nil, fmt.Errorf("likelihoods: label-flip probability %g outside (0, 1)", c.Epsilon)
+	}
+	if c.Points < 1 {
+		return nil, fmt.Errorf("likelihoods: %d quadrature points", c.Points)
+	}
+	return f(c), nil
+}
+
+func init() {
+	for name, f := range map[string]Factory{
+		"robustmax": func(c Config) Likelihood { return &RobustMax{Epsilon: c.Epsilon, Points: c.Points} },
+		"probit":    func(c Config) Likelihood { return &Bernoulli{Link: "probit", Points: c.Points} },
+		"logit":     func(c Config) Likelihood { return &Bernoulli{Link: "logit", Points: c.Points} },
+	} {
+		if err := Register(name, f); err != nil {
+			panic(err)
+		}
+	}
 }
 
 // Hermite returns Gauss–Hermite nodes and weights for ∫ e^{−t²} f(t) dt.

@@ -1,6 +1,7 @@
 package likelihoods
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -139,17 +140,61 @@ func TestRobustMaxAgainstMonteCarlo(t *testing.T) {
 		if math.Abs(out[0][i]-mean) > 4*se+1e-9 {
 			t.Errorf("point %d: quadrature %v, Monte Carlo %v ± %v", i, out[0][i], mean, se)
 		}
-		var total float64
 		for j := 0; j < c; j++ {
 			p := counts[j] / draws
 			pse := math.Sqrt(p * (1 - p) / draws)
 			if math.Abs(out[1][i*c+j]-p) > 4*pse+1e-9 {
 				t.Errorf("point %d class %d: predicted %v, Monte Carlo %v ± %v", i, j, out[1][i*c+j], p, pse)
 			}
-			total += out[1][i*c+j]
 		}
-		if math.Abs(total-1) > 1e-12 {
-			t.Errorf("point %d: probabilities sum to %v", i, total)
+	}
+}
+
+// Predict normalises its rows, so their sums say nothing about accuracy.
+// The probabilities P_ij that f_j is the largest, recovered from the
+// expected log-likelihood of each label (E log p = P·log hit + (1−P)·log
+// miss, exact), are computed by separate quadratures: they must sum to one
+// to the quadrature's accuracy, and Predict's rows must be a·P + b with no
+// more than that correction.
+func TestRobustMaxQuadratureSumsToOne(t *testing.T) {
+	const n, c = 12, 4
+	for _, l := range []*RobustMax{{Epsilon: 1e-3, Points: 20}, {Epsilon: 0.05, Points: 20, Flip: FlipUniform}} {
+		f := newFixture(l, n, c, 7)
+		nodes := []*G.Node{}
+		for j := 0; j < c; j++ {
+			labels := make([]int, n)
+			for i := range labels {
+				labels[i] = j
+			}
+			y := constant(f.g, fmt.Sprintf("y%d", j), tensor.Shape{n, c}, oneHot(labels, c))
+			ell, err := l.ExpectedLogLik(f.s, f.mu, f.v, y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes = append(nodes, ell)
+		}
+		pred, err := l.Predict(f.s, f.mu, f.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := eval(t, f.g, append(nodes, pred)...)
+		hit, miss := l.logs(c)
+		a, b := l.probs(c)
+		for i := 0; i < n; i++ {
+			var sum float64
+			P := make([]float64, c)
+			for j := 0; j < c; j++ {
+				P[j] = (out[j][i] - miss) / (hit - miss)
+				sum += P[j]
+			}
+			if math.Abs(sum-1) > 1e-6 {
+				t.Errorf("flip %v point %d: Σ_j P(f_j largest) = %.9f by quadrature", l.Flip, i, sum)
+			}
+			for j := 0; j < c; j++ {
+				if got, want := out[c][i*c+j], a*P[j]+b; math.Abs(got-want) > 1e-6 {
+					t.Errorf("flip %v point %d class %d: predicted %v, a·P+b = %v", l.Flip, i, j, got, want)
+				}
+			}
 		}
 	}
 }

@@ -1,7 +1,10 @@
-// Package variational implements the sparse variational posterior over
-// inducing outputs shared by every model in gpc: for each latent function c,
-// q(u_c) = N(m_c, L_c L_cᵀ) at M inducing inputs Z_c, its KL divergence to the
-// GP prior, and the Gaussian marginals of f_c at a batch of inputs.
+// Package variational implements posterior families over the latent
+// functions: the sparse variational posterior over inducing outputs, for
+// each latent function c q(u_c) = N(m_c, L_c L_cᵀ) at M inducing inputs Z_c
+// (whitened or not, Z shared or per function, Z free or held fixed — with
+// Z = X fixed it is the non-sparse variational Gaussian), its KL divergence
+// to the GP prior, and the Gaussian marginals of f_c at a batch of inputs.
+// Other families (mean-field, an EP posterior) implement Family.
 package variational
 
 import (
@@ -29,6 +32,34 @@ type Config struct {
 	// Jitter is the initial value added with σ₀² to the diagonal of K_ZZ and
 	// to k(x,x) (1e-3 in the original code).
 	Jitter float64
+	// FixedZ holds the inducing inputs where they start (no gradient); with
+	// Z = X it makes the non-sparse posterior.
+	FixedZ bool
+}
+
+// Family is a posterior over the latent functions that a graph can bind:
+// what training (its KL term) and prediction (marginals at new inputs) use,
+// whatever the inference that fits it.
+type Family interface {
+	// Params returns the family's parameters (Fixed ones included).
+	Params() []*layers.Param
+	// Jitter is the diagonal jitter a training loop may raise.
+	Jitter() *layers.Param
+	// Bind builds the family into s's graph.
+	Bind(s *layers.Scope) (Bound, error)
+	// ParamGroups counts the free parameters by group.
+	ParamGroups() map[string]int
+}
+
+// Bound is a family bound into one graph.
+type Bound interface {
+	// Divergence is the node of the KL divergence to the prior.
+	Divergence() *G.Node
+	// ClassMarginals returns per latent function the n-vectors of means
+	// and variances at the rows of x.
+	ClassMarginals(x *G.Node) (mu, v []*G.Node, err error)
+	// Marginals returns the n×L means and variances at x.
+	Marginals(x *G.Node) (mu, v *G.Node, err error)
 }
 
 // Posterior is q(u) for Latent functions. Kernels[c] is latent function c's
@@ -48,7 +79,9 @@ type Posterior struct {
 }
 
 // New creates the posterior with inducing inputs z (Latent slices of M×D
-// row-major values, or one slice when SharedZ) and q(u) at the prior.
+// row-major values, or one slice when SharedZ) and q(u) at the prior. With
+// z nil it creates the parameters only (zero), to be overwritten with
+// stored values.
 func New(name string, cfg Config, ks []kernels.Kernel, z [][]float64) (*Posterior, error) {
 	if cfg.Latent < 1 || cfg.M < 1 || cfg.D < 1 {
 		return nil, fmt.Errorf("variational: invalid sizes C=%d M=%d D=%d", cfg.Latent, cfg.M, cfg.D)
@@ -60,17 +93,20 @@ func New(name string, cfg Config, ks []kernels.Kernel, z [][]float64) (*Posterio
 	if cfg.SharedZ {
 		nz = 1
 	}
-	if len(z) != nz {
+	if z != nil && len(z) != nz {
 		return nil, fmt.Errorf("variational: %d inducing sets, want %d", len(z), nz)
 	}
 	p := &Posterior{Config: cfg, Kernels: ks, JitterParam: kernels.Jitter(name+"/jitter", cfg.Jitter)}
 	for c := 0; c < cfg.Latent; c++ {
 		if c < nz {
-			if len(z[c]) != cfg.M*cfg.D {
+			if z != nil && len(z[c]) != cfg.M*cfg.D {
 				return nil, fmt.Errorf("variational: inducing set %d has %d values, want M×D = %d", c, len(z[c]), cfg.M*cfg.D)
 			}
 			zp := layers.NewParam(fmt.Sprintf("%s/Z%d", name, c), tensor.Shape{cfg.M, cfg.D}, 0, layers.Identity)
-			copy(zp.Data, z[c])
+			zp.Fixed = cfg.FixedZ
+			if z != nil {
+				copy(zp.Data, z[c])
+			}
 			p.Z = append(p.Z, zp)
 		} else {
 			p.Z = append(p.Z, p.Z[0])
@@ -78,8 +114,36 @@ func New(name string, cfg Config, ks []kernels.Kernel, z [][]float64) (*Posterio
 		p.Mean = append(p.Mean, layers.NewParam(fmt.Sprintf("%s/m%d", name, c), tensor.Shape{cfg.M, 1}, 0, layers.Identity))
 		p.LRaw = append(p.LRaw, layers.NewParam(fmt.Sprintf("%s/L%d", name, c), tensor.Shape{cfg.M, cfg.M}, 0, layers.Identity))
 	}
+	if z == nil {
+		return p, nil
+	}
 	return p, p.InitPrior()
 }
+
+// Jitter implements Family.
+func (p *Posterior) Jitter() *layers.Param { return p.JitterParam }
+
+// Bind implements Family.
+func (p *Posterior) Bind(s *layers.Scope) (Bound, error) { return p.Build(s) }
+
+// ParamGroups implements Family: "inducing" counts the free inducing inputs
+// (once when shared), "q(u)" the means and the M(M+1)/2 free entries of
+// each lower-triangular factor.
+func (p *Posterior) ParamGroups() map[string]int {
+	out := map[string]int{}
+	seen := map[*layers.Param]bool{}
+	for c := 0; c < p.Latent; c++ {
+		if !seen[p.Z[c]] && !p.Z[c].Fixed {
+			seen[p.Z[c]] = true
+			out["inducing"] += len(p.Z[c].Data)
+		}
+		out["q(u)"] += len(p.Mean[c].Data) + p.M*(p.M+1)/2
+	}
+	return out
+}
+
+// Divergence implements Bound.
+func (b *Built) Divergence() *G.Node { return b.KL }
 
 // Params returns Z (once when shared), the means and the factors.
 func (p *Posterior) Params() []*layers.Param {

@@ -1,175 +1,130 @@
-package models
+package inputs
 
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
+	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers"
-	"github.com/gpc-dev/gpc/layers/variational"
+	"github.com/gpc-dev/gpc/layers/local"
 )
 
-// feed is a data input of a compiled graph: a node whose value's backing
-// array is rewritten in place before each run (the graph's shapes are fixed).
-type feed struct {
-	node *G.Node
-	data []float64
+// Latent treats the noiseless inputs x_i as latent variables with a free
+// Gaussian q(x_i) = N(μ_i, diag e^{ℓ_i}) per training point (NIMGP): the
+// ELBO evaluates f at one reparameterised draw per row and adds
+// E_q log N(x̃_i | x_i, V_i) − KL(q(x_i) ‖ N(0, s·I)). The means and
+// log-variances are local parameters (one row per training point), started
+// at x̃_i with variance QXInitVar. Predictions average over draws of
+// x* ~ p(x* | x̃*) (Sampler).
+type Latent struct {
+	Config
+	noise       *Noise
+	mean, logVr *local.Param
 }
 
-func newFeed(g *G.ExprGraph, name string, shape ...int) feed {
-	data := make([]float64, tensor.Shape(shape).TotalSize())
-	return feed{graph.Input(g, name, shape, data), data}
-}
+// Name implements Model.
+func (*Latent) Name() string { return "latent" }
 
-// trainGraph is the negative ELBO of one batch of B rows, compiled once.
-type trainGraph struct {
-	m      *Model
-	g      *G.ExprGraph
-	s      *layers.Scope
-	b      *variational.Built
-	B      int
-	x      feed // x̃ rows, B×D
-	y      feed // likelihood targets, B×width
-	onehot feed // one-hot labels, B×C (NIMGP_NN's encoder input)
-	w      feed // per-row weights N/|B| (0 for padding), B
-	v      feed // given input-noise variances, B×D (nil node when learned or unused)
-	eps    feed // standard normal draws for x = μ + σ·ε, B×D
-	qMean  feed // NIMGP: q(x_i) rows of the batch
-	qLogV  feed
-	cost   *G.Node
-	// params and grads are aligned: the trainable parameters and ∂cost/∂param.
-	params []*layers.Param
-	grads  G.Nodes
-	// qGrads are ∂cost/∂ of the batch's q(x_i) rows (NIMGP).
-	qGrads G.Nodes
-	prog   *graph.Program
-}
-
-// noiseArgs returns V and log V for the fused input terms: the given
-// B×D variances fed per batch and their logarithm, or the learned
-// per-dimension variances and their raw parameter (log V) as D-vectors,
-// which graph.RowReduce treats as rows shared by the batch (no broadcast
-// node, no logarithm per element).
-func (t *trainGraph) noiseArgs(given feed) (v, logV *G.Node, err error) {
-	if t.m.logNoise == nil {
-		logV, err = G.Log(given.node)
-		return given.node, logV, err
+// Init implements Model.
+func (l *Latent) Init(d, c int, train *datasets.Dataset, seed uint64) error {
+	if err := l.noise.init(d, train); err != nil {
+		return err
 	}
-	if v, err = t.s.Node(t.m.logNoise); err != nil {
-		return nil, nil, err
+	l.mean = local.New("qx/mean", d, func(ds *datasets.Dataset, i int, dst []float64) {
+		copy(dst, ds.X[i*ds.D:(i+1)*ds.D])
+	})
+	lv := math.Log(l.QXInitVar)
+	l.logVr = local.New("qx/logvar", d, func(_ *datasets.Dataset, _ int, dst []float64) {
+		for k := range dst {
+			dst[k] = lv
+		}
+	})
+	if train != nil {
+		l.mean.Reset(train)
+		l.logVr.Reset(train)
 	}
-	logV, err = t.s.Raw(t.m.logNoise)
-	return v, logV, err
+	return nil
 }
 
-func (m *Model) buildTrain(B int) (*trainGraph, error) {
-	t := &trainGraph{m: m, g: G.NewGraph(), B: B}
-	t.s = layers.NewScope(t.g)
-	_, width := m.lik.Targets(make([]int, 1), m.C)
-	t.x = newFeed(t.g, "x", B, m.D)
-	t.y = newFeed(t.g, "y", B, width)
-	t.w = newFeed(t.g, "w", B)
-	e := &graph.Chain{}
-	b, err := m.post.Build(t.s)
+// Params implements Model.
+func (l *Latent) Params() []*layers.Param { return l.noise.Params() }
+
+// Locals implements Model: the means and log-variances of q(x_i).
+func (l *Latent) Locals() []*local.Param { return []*local.Param{l.mean, l.logVr} }
+
+// Noise implements Model.
+func (l *Latent) Noise() *Noise { return l.noise }
+
+// ParamGroups implements Model.
+func (l *Latent) ParamGroups() map[string]int {
+	return map[string]int{"noise": countParams(l.noise.Params()...), "q(x)": len(l.mean.Data) + len(l.logVr.Data)}
+}
+
+// Train implements Model.
+func (l *Latent) Train(b Batch, f Conditional) (mu, v, extra *G.Node, err error) {
+	return sampleLatent(b, f, l.noise, l.PriorVar, b.Local(l.mean), b.Local(l.logVr))
+}
+
+// Predict implements Model: the test graph is fed draws of x*.
+func (l *Latent) Predict(t Test, f Conditional) (mu, v *G.Node, err error) {
+	return f.Marginals(t.X())
+}
+
+// Perturb implements Perturber: log-variances around −2.
+func (l *Latent) Perturb(rng *rand.Rand) {
+	for i := range l.logVr.Data {
+		l.logVr.Data[i] = -2 + 0.5*rng.NormFloat64()
+	}
+}
+
+// Samples implements Sampler.
+func (l *Latent) Samples() int { return l.TestSamples }
+
+// TestPosterior implements Sampler.
+func (l *Latent) TestPosterior(xt, v, mean, sd []float64) { testPosterior(l.PriorVar, xt, v, mean, sd) }
+
+// testPosterior is p(x* | x̃*) = N(V*ˣ V*⁻¹ x̃*, V*ˣ) with V*ˣ = (V*⁻¹ + I/s)⁻¹
+// under the prior N(0, s·I); without noise it is a point mass at x̃*.
+func testPosterior(s float64, xt, v, mean, sd []float64) {
+	for k := range xt {
+		if !(v[k] > 0) {
+			mean[k], sd[k] = xt[k], 0
+			continue
+		}
+		vx := 1 / (1/v[k] + 1/s)
+		mean[k] = vx * xt[k] / v[k]
+		sd[k] = math.Sqrt(vx)
+	}
+}
+
+// sampleLatent evaluates f at one draw x = μ + √q·ε of q(x) = N(μ, e^ℓ) per
+// row and returns the per-row input terms; shared by the latent and the
+// amortised models, which differ only in where μ and ℓ come from.
+func sampleLatent(b Batch, f Conditional, n *Noise, s float64, mu, logv *G.Node) (fm, fv, extra *G.Node, err error) {
+	d := mu.Shape()[1]
+	eps := b.Normals("eps", d)
+	noise, logNoise, err := n.args(b, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	t.b = b
-	var x, extra *G.Node // where f is evaluated; per-row extra ELBO terms
-	var mu, v *G.Node
-	switch m.Opts.Kind {
-	case MGP:
-		x = t.x.node
-	case NIMGP, NIMGPNN:
-		if x, extra, err = t.latentInputs(); err != nil {
-			return nil, err
-		}
-	case NIMGPFO:
-		if mu, v, err = t.firstOrderMarginals(); err != nil {
-			return nil, err
-		}
-	}
-	if mu == nil {
-		if mu, v, err = b.Marginals(x); err != nil {
-			return nil, err
-		}
-	}
-	ell, err := m.lik.ExpectedLogLik(t.s, mu, v, t.y.node)
+	// One exponential per element, shared by the sample and the ELBO terms.
+	q, err := graph.Exp(logv)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	if extra != nil {
-		ell = e.Do(G.Add(ell, extra))
-	}
-	data := e.Do(G.Sum(e.Do(G.HadamardProd(ell, t.w.node))))
-	t.cost = e.Do(G.Sub(b.KL, data)) // −ELBO
-	if e.Err != nil {
-		return nil, e.Err
-	}
-	var wrt G.Nodes
-	t.params, wrt = t.s.Trainable()
-	if m.Opts.Kind == NIMGP {
-		wrt = append(wrt, t.qMean.node, t.qLogV.node)
-	}
-	grads, err := graph.Grad(t.cost, wrt...)
+	x, err := graph.Map(reparam, mu, q, eps)
 	if err != nil {
-		return nil, fmt.Errorf("models: differentiating the ELBO: %w", err)
+		return nil, nil, nil, err
 	}
-	t.grads = grads[:len(t.params)]
-	t.qGrads = grads[len(t.params):]
-	if t.prog, err = graph.Compile(t.g, append(G.Nodes{t.cost}, grads...)...); err != nil {
-		return nil, err
+	if extra, err = gaussianInputTerms(b.X(), mu, logv, q, noise, logNoise, s); err != nil {
+		return nil, nil, nil, err
 	}
-	return t, nil
-}
-
-// load fills the batch's inputs from the training set.
-func (t *trainGraph) load(train *trainingData, idx []int, weight []float64, normals *normalStream) {
-	m, D := t.m, t.m.D
-	w := len(train.targets) / train.n
-	for r, i := range idx {
-		copy(t.x.data[r*D:(r+1)*D], train.x[i*D:(i+1)*D])
-		copy(t.y.data[r*w:(r+1)*w], train.targets[i*w:(i+1)*w])
-		t.w.data[r] = weight[r]
-		if t.v.node != nil {
-			copy(t.v.data[r*D:(r+1)*D], m.trainNoise[i*D:(i+1)*D])
-		}
-		if t.onehot.node != nil {
-			for c := 0; c < m.C; c++ {
-				t.onehot.data[r*m.C+c] = 0
-			}
-			t.onehot.data[r*m.C+train.y[i]] = 1
-		}
-		if t.qMean.node != nil {
-			copy(t.qMean.data[r*D:(r+1)*D], m.qxMean[i*D:(i+1)*D])
-			copy(t.qLogV.data[r*D:(r+1)*D], m.qxLogVar[i*D:(i+1)*D])
-		}
-	}
-	if t.eps.node != nil {
-		normals.Fill(t.eps.data)
-	}
-}
-
-// run evaluates the cost and its gradients.
-func (t *trainGraph) run() (float64, error) {
-	if err := t.s.Sync(); err != nil {
-		return 0, err
-	}
-	if err := t.prog.Run(); err != nil {
-		return 0, err
-	}
-	return t.prog.Scalar(t.cost)
-}
-
-// trainingData is a training set prepared for batching.
-type trainingData struct {
-	n, d    int
-	x       []float64
-	y       []int
-	targets []float64
+	fm, fv, err = f.Marginals(x)
+	return fm, fv, extra, err
 }
 
 // gaussianInputTerms returns, per row, E_q log N(x̃ | x, V) − KL(q(x) ‖ N(0, s·I))

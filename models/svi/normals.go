@@ -1,4 +1,4 @@
-package models
+package svi
 
 import "math/rand/v2"
 
@@ -15,14 +15,21 @@ type normalStream struct {
 
 func newNormalStream(rng *rand.Rand) *normalStream { return &normalStream{rng: rng} }
 
-// Fill copies the next len(dst) draws into dst. Every call must use the
-// same length.
+// Fill copies the next len(dst) draws into dst. When the length changes (a
+// graph rebuilt for a larger batch), the batch drawn ahead is used as far as
+// it goes and the rest drawn on demand, so the sequence is unbroken.
 func (s *normalStream) Fill(dst []float64) {
 	if s.ready == nil {
 		s.ready = s.draw(make([]float64, len(dst)))
 	}
 	buf := <-s.ready
-	copy(dst, buf)
+	n := copy(dst, buf)
+	for i := n; i < len(dst); i++ {
+		dst[i] = s.rng.NormFloat64()
+	}
+	if len(buf) != len(dst) {
+		buf = make([]float64, len(dst))
+	}
 	s.ready = s.draw(buf)
 }
 

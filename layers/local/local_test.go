@@ -1,0 +1,98 @@
+package local
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/solvers"
+)
+
+// A row updated at every step must follow exactly the same path as the
+// solvers' Adam on the same gradients; a row left out of a step must not move.
+func TestRowAdamMatchesAdam(t *testing.T) {
+	const width, lr = 4, 0.05
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := New("rows", width, func(_ *datasets.Dataset, _ int, dst []float64) {
+		for k := range dst {
+			dst[k] = rng.NormFloat64()
+		}
+	})
+	p.Reset(&datasets.Dataset{N: 3, D: 1, C: 2, X: make([]float64, 3), Y: make([]int, 3)})
+	p.SetOptimizer(lr)
+	ref := append([]float64(nil), p.Row(1)...)
+	untouched := append([]float64(nil), p.Row(2)...)
+	adam := solvers.NewAdam(lr)
+	g := make([]float64, width)
+	for step := 0; step < 25; step++ {
+		for k := range g {
+			g[k] = rng.NormFloat64() + 0.1*float64(step)
+		}
+		if err := p.Step([]int{1}, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := adam.Step([]solvers.Param{{Name: "row", Data: ref}}, [][]float64{append([]float64(nil), g...)}); err != nil {
+			t.Fatal(err)
+		}
+		for k := range ref {
+			if d := math.Abs(p.Row(1)[k] - ref[k]); d > 1e-12 {
+				t.Fatalf("step %d element %d: row Adam %v, Adam %v", step, k, p.Row(1)[k], ref[k])
+			}
+		}
+	}
+	for k, v := range untouched {
+		if p.Row(2)[k] != v {
+			t.Fatalf("row 2 moved without being in a batch")
+		}
+	}
+}
+
+// A non-finite gradient is refused before any row moves, naming the row.
+func TestStepRejectsNonFinite(t *testing.T) {
+	p := New("qx", 2, func(_ *datasets.Dataset, i int, dst []float64) { dst[0], dst[1] = float64(i), 1 })
+	p.Reset(&datasets.Dataset{N: 3, D: 1, C: 2, X: make([]float64, 3), Y: make([]int, 3)})
+	p.SetOptimizer(0.1)
+	before := append([]float64(nil), p.Data...)
+	err := p.Step([]int{0, 2}, []float64{1, 1, math.NaN(), 1})
+	if err == nil {
+		t.Fatal("NaN gradient accepted")
+	}
+	if want := "qx row 2"; !contains(err.Error(), want) {
+		t.Fatalf("error %q does not name %q", err, want)
+	}
+	for i := range before {
+		if p.Data[i] != before[i] {
+			t.Fatalf("row value %d changed by a refused step", i)
+		}
+	}
+}
+
+// Grow keeps existing rows and initialises new ones.
+func TestGrow(t *testing.T) {
+	p := New("qx", 1, func(ds *datasets.Dataset, i int, dst []float64) { dst[0] = ds.X[i] })
+	ds := &datasets.Dataset{N: 2, D: 1, C: 2, X: []float64{5, 6}, Y: []int{0, 1}}
+	p.Reset(ds)
+	p.SetOptimizer(0.1)
+	if err := p.Step([]int{0}, []float64{1}); err != nil {
+		t.Fatal(err)
+	}
+	moved := p.Row(0)[0]
+	ds2 := &datasets.Dataset{N: 3, D: 1, C: 2, X: []float64{5, 6, 7}, Y: []int{0, 1, 0}}
+	p.Grow(ds2)
+	if p.Rows() != 3 || p.Row(0)[0] != moved || p.Row(2)[0] != 7 {
+		t.Fatalf("after Grow: %v", p.Data)
+	}
+	if err := p.Step([]int{2}, []float64{1}); err != nil {
+		t.Fatalf("new row has no optimiser state: %v", err)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,84 @@
+package models
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Preset is a named composition of parts: what a model name means. The
+// registry is the only place a model's name decides anything.
+type Preset struct {
+	// Name is how the CLI, specs and saved models name it ("mgp").
+	Name string
+	// Summary is one line for help texts.
+	Summary string
+	// Inputs is the input model (inputs.Names).
+	Inputs string
+	// Likelihoods are the likelihoods the model is defined with; the first
+	// is the default.
+	Likelihoods []string
+	// Posterior is the default posterior family ("sparse" if empty); unlike
+	// the input model and the likelihood, a model may be given another.
+	Posterior string
+}
+
+var (
+	presetMu sync.Mutex
+	presets  []Preset
+)
+
+// RegisterPreset adds a preset; it fails on a taken name or an empty part.
+func RegisterPreset(p Preset) error {
+	presetMu.Lock()
+	defer presetMu.Unlock()
+	if p.Posterior == "" {
+		p.Posterior = "sparse"
+	}
+	switch {
+	case p.Name == "" || p.Inputs == "" || len(p.Likelihoods) == 0:
+		return fmt.Errorf("models: preset %q needs a name, an input model and a likelihood", p.Name)
+	}
+	for _, q := range presets {
+		if q.Name == p.Name {
+			return fmt.Errorf("models: preset %q is already registered", p.Name)
+		}
+	}
+	presets = append(presets, p)
+	return nil
+}
+
+func mustRegister(p Preset) {
+	if err := RegisterPreset(p); err != nil {
+		panic(err)
+	}
+}
+
+// Presets lists the registered presets in registration order (the
+// noisy-input paper's order first).
+func Presets() []Preset {
+	presetMu.Lock()
+	defer presetMu.Unlock()
+	return append([]Preset(nil), presets...)
+}
+
+// PresetNames lists the registered presets' names.
+func PresetNames() []string {
+	var out []string
+	for _, p := range Presets() {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// LookupPreset returns the preset of that name.
+func LookupPreset(name string) (Preset, bool) {
+	for _, p := range Presets() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Preset{}, false
+}
+
+func presetList() string { return strings.Join(PresetNames(), ", ") }

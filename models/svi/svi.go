@@ -1,0 +1,379 @@
+// Package svi is the stochastic variational inference engine: the negative
+// ELBO of one minibatch of a composed model,
+//
+//	KL(q ‖ p) − (N/|B|) Σ_{i∈B} (E_q log p(y_i | f_i) + extra_i),
+//
+// where the posterior family gives the KL term and the marginals, the input
+// model says where f is evaluated (and adds its per-row terms), and the
+// likelihood gives the expected log-likelihood. It is compiled once per
+// batch size and implements solvers.Objective, solvers.LocalObjective (for
+// input models with per-row local parameters) and solvers.Jitterer.
+package svi
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/inputs"
+	"github.com/gpc-dev/gpc/layers/likelihoods"
+	"github.com/gpc-dev/gpc/layers/local"
+	"github.com/gpc-dev/gpc/layers/variational"
+	"github.com/gpc-dev/gpc/solvers"
+)
+
+// Parts are the pieces of a composed model the objective combines.
+type Parts struct {
+	// C is the number of classes.
+	C          int
+	Likelihood likelihoods.Likelihood
+	Posterior  variational.Family
+	Inputs     inputs.Model
+	// Params are the global parameters to train (the parts' non-fixed ones).
+	Params []*layers.Param
+}
+
+// Objective is a compiled minibatch objective.
+type Objective struct {
+	parts   Parts
+	g       *G.ExprGraph
+	s       *layers.Scope
+	b       int
+	d       int
+	x, y, w feed
+	rows    []rowFeed
+	locals  []localFeed
+	normals []normalFeed
+	cost    *G.Node
+	params  []*layers.Param
+	grads   G.Nodes
+	wrt     G.Nodes
+	prog    *graph.Program
+	data    *datasets.Dataset
+	targets []float64
+	width   int
+	gbuf    [][]float64
+	seed    uint64
+	// streams survive a rebuild for a new batch size (Continue).
+	streams []*normalStream
+}
+
+type feed struct {
+	node *G.Node
+	data []float64
+}
+
+func newFeed(g *G.ExprGraph, name string, shape ...int) feed {
+	data := make([]float64, tensor.Shape(shape).TotalSize())
+	return feed{graph.Input(g, name, shape, data), data}
+}
+
+type rowFeed struct {
+	feed
+	width int
+	fill  inputs.RowFill
+}
+
+type localFeed struct {
+	feed
+	p    *local.Param
+	grad *G.Node
+}
+
+type normalFeed struct {
+	feed
+	stream *normalStream
+}
+
+// New compiles the objective for minibatches of min(batch, N) rows of
+// train; seed fixes the stream of standard normal draws.
+func New(p Parts, train *datasets.Dataset, batch int, seed uint64) (*Objective, error) {
+	o := &Objective{parts: p, seed: seed}
+	if err := o.build(min(batch, train.N), train.D); err != nil {
+		return nil, err
+	}
+	o.SetData(train)
+	return o, nil
+}
+
+// build compiles the graph for batches of b rows.
+func (o *Objective) build(b, d int) error {
+	p := o.parts
+	g := G.NewGraph()
+	*o = Objective{parts: p, seed: o.seed, streams: o.streams, data: o.data, targets: o.targets, width: o.width, g: g, s: layers.NewScope(g), b: b, d: d}
+	_, width := p.Likelihood.Targets(make([]int, 1), p.C)
+	o.x = newFeed(g, "x", b, d)
+	o.y = newFeed(g, "y", b, width)
+	o.w = newFeed(g, "w", b)
+	post, err := p.Posterior.Bind(o.s)
+	if err != nil {
+		return err
+	}
+	mu, v, extra, err := p.Inputs.Train(o, post)
+	if err != nil {
+		return fmt.Errorf("svi: input model %s: %w", p.Inputs.Name(), err)
+	}
+	e := &graph.Chain{}
+	ell := e.Do(p.Likelihood.ExpectedLogLik(o.s, mu, v, o.y.node))
+	if extra != nil {
+		ell = e.Do(G.Add(ell, extra))
+	}
+	data := e.Do(G.Sum(e.Do(G.HadamardProd(ell, o.w.node))))
+	o.cost = e.Do(G.Sub(post.Divergence(), data)) // −ELBO
+	if e.Err != nil {
+		return e.Err
+	}
+	want := map[*layers.Param]bool{}
+	for _, q := range p.Params {
+		want[q] = true
+	}
+	var wrt G.Nodes
+	bound, nodes := o.s.Trainable()
+	for i, q := range bound {
+		if want[q] {
+			o.params = append(o.params, q)
+			wrt = append(wrt, nodes[i])
+		}
+	}
+	for _, l := range o.locals {
+		wrt = append(wrt, l.node)
+	}
+	o.wrt = wrt
+	grads, err := graph.Grad(o.cost, wrt...)
+	if err != nil {
+		return fmt.Errorf("svi: differentiating the ELBO: %w", err)
+	}
+	o.grads = grads[:len(o.params)]
+	for i := range o.locals {
+		o.locals[i].grad = grads[len(o.params)+i]
+	}
+	if o.prog, err = graph.Compile(g, append(G.Nodes{o.cost}, grads...)...); err != nil {
+		return err
+	}
+	o.gbuf = make([][]float64, len(o.params))
+	for i, q := range o.params {
+		o.gbuf[i] = make([]float64, len(q.Data))
+	}
+	return nil
+}
+
+// Scope implements inputs.Batch.
+func (o *Objective) Scope() *layers.Scope { return o.s }
+
+// Size implements inputs.Batch.
+func (o *Objective) Size() int { return o.b }
+
+// X implements inputs.Batch.
+func (o *Objective) X() *G.Node { return o.x.node }
+
+// Rows implements inputs.Batch.
+func (o *Objective) Rows(name string, width int, fill inputs.RowFill) *G.Node {
+	f := rowFeed{feed: newFeed(o.g, name, o.b, width), width: width, fill: fill}
+	o.rows = append(o.rows, f)
+	return f.node
+}
+
+// Local implements inputs.Batch.
+func (o *Objective) Local(p *local.Param) *G.Node {
+	f := localFeed{feed: newFeed(o.g, p.Name, o.b, p.Width), p: p}
+	o.locals = append(o.locals, f)
+	return f.node
+}
+
+// Normals implements inputs.Batch. The k-th declared stream draws from its
+// own generator, seeded by the objective's seed and k.
+func (o *Objective) Normals(name string, width int) *G.Node {
+	k := len(o.normals)
+	if k == len(o.streams) {
+		o.streams = append(o.streams, newNormalStream(rand.New(rand.NewPCG(o.seed, 0xe95+uint64(k)))))
+	}
+	f := normalFeed{feed: newFeed(o.g, name, o.b, width), stream: o.streams[k]}
+	o.normals = append(o.normals, f)
+	return f.node
+}
+
+// SetData points the objective at a training set: the one it was built for
+// or the same with rows appended (a warm start; see Grow).
+func (o *Objective) SetData(ds *datasets.Dataset) {
+	o.data = ds
+	o.targets, o.width = o.parts.Likelihood.Targets(ds.Y, o.parts.C)
+}
+
+// Grow rebuilds for a larger batch size when ds has outgrown the graph's
+// batch (a model fitted on fewer rows than a batch), keeping every
+// parameter, optimiser state and random stream.
+func (o *Objective) Grow(ds *datasets.Dataset, batch int) error {
+	if b := min(batch, ds.N); b != o.b {
+		old := slices.Clone(o.params)
+		if err := o.build(b, ds.D); err != nil {
+			return err
+		}
+		if !slices.Equal(old, o.params) {
+			return errors.New("svi: internal error: the rebuilt objective has other parameters")
+		}
+	}
+	o.SetData(ds)
+	return nil
+}
+
+// Batch is the graph's fixed batch size.
+func (o *Objective) Batch() int { return o.b }
+
+// Load fills the graph's inputs for batch b.
+func (o *Objective) Load(b solvers.Batch) {
+	ds, D, w := o.data, o.d, o.width
+	for r, i := range b.Index {
+		copy(o.x.data[r*D:(r+1)*D], ds.X[i*D:(i+1)*D])
+		copy(o.y.data[r*w:(r+1)*w], o.targets[i*w:(i+1)*w])
+		o.w.data[r] = b.Weight[r]
+		for _, f := range o.rows {
+			f.fill(ds, i, f.data[r*f.width:(r+1)*f.width])
+		}
+		for _, f := range o.locals {
+			copy(f.data[r*f.p.Width:(r+1)*f.p.Width], f.p.Row(i))
+		}
+	}
+	for _, f := range o.normals {
+		f.stream.Fill(f.data)
+	}
+}
+
+// run evaluates the cost and its gradients at the loaded batch.
+func (o *Objective) run() (float64, error) {
+	if err := o.s.Sync(); err != nil {
+		return 0, err
+	}
+	if err := o.prog.Run(); err != nil {
+		return 0, err
+	}
+	return o.prog.Scalar(o.cost)
+}
+
+// Step implements solvers.Objective: the negative ELBO of one batch and its
+// gradient. Local rows are not touched (see StepLocal); a non-finite
+// gradient of a batch's local rows is reported here, before any update.
+func (o *Objective) Step(b solvers.Batch) (float64, [][]float64, error) {
+	o.Load(b)
+	loss, err := o.run()
+	if err != nil {
+		return 0, nil, err
+	}
+	for i, g := range o.grads {
+		f, err := o.prog.Float64s(g)
+		if err != nil {
+			return 0, nil, err
+		}
+		copy(o.gbuf[i], f)
+	}
+	for _, l := range o.locals {
+		g, err := o.prog.Float64s(l.grad)
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := l.p.Check(b.Index[:b.Real], g); err != nil {
+			return 0, nil, &solvers.NonFiniteError{Quantity: "gradient", Param: l.p.Name, Index: -1, Value: firstNonFinite(g), Where: err.Error()}
+		}
+	}
+	return loss, o.gbuf, nil
+}
+
+func firstNonFinite(g []float64) float64 {
+	for _, v := range g {
+		if v != v || v > 1e308 || v < -1e308 {
+			return v
+		}
+	}
+	return 0
+}
+
+// LocalParams implements solvers.LocalObjective.
+func (o *Objective) LocalParams() int { return len(o.locals) }
+
+// StepLocal implements solvers.LocalObjective: the batch's real rows of
+// each local table take the last Step's gradient.
+func (o *Objective) StepLocal(b solvers.Batch) error {
+	for _, l := range o.locals {
+		g, err := o.prog.Float64s(l.grad)
+		if err != nil {
+			return err
+		}
+		if err := l.p.Step(b.Index[:b.Real], g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Params returns the trained global parameters, in the gradients' order.
+func (o *Objective) Params() []*layers.Param { return o.params }
+
+// SolverParams returns the global parameters as the solvers see them.
+func (o *Objective) SolverParams() []solvers.Param {
+	ps := make([]solvers.Param, len(o.params))
+	for i, p := range o.params {
+		ps[i] = solvers.Param{Name: p.Name, Data: p.Data}
+	}
+	return ps
+}
+
+// Cost is the negative-ELBO node, for gradient checks.
+func (o *Objective) Cost() *G.Node { return o.cost }
+
+// Wrt returns the nodes the cost is differentiated with respect to: the
+// global parameters' raw nodes, then the local rows' inputs.
+func (o *Objective) Wrt() G.Nodes { return o.wrt }
+
+// Sync refreshes scalar parameters' node values (before a run outside Step).
+func (o *Objective) Sync() error { return o.s.Sync() }
+
+// Jitter implements solvers.Jitterer.
+func (o *Objective) Jitter() float64 { return o.parts.Posterior.Jitter().Data[0] }
+
+// SetJitter implements solvers.Jitterer.
+func (o *Objective) SetJitter(v float64) error {
+	if !(v > 0) {
+		return errors.New("svi: jitter must be positive")
+	}
+	o.parts.Posterior.Jitter().Data[0] = v
+	return nil
+}
+
+// Close releases the compiled graph.
+func (o *Objective) Close() error { return o.prog.Close() }
+
+// Fed returns the values last loaded into the graph input of that name
+// ("x", "y", "w", or one an input model declared, such as "noise"), nil if
+// there is none: for tests and debugging of what a batch sees.
+func (o *Objective) Fed(name string) []float64 {
+	switch name {
+	case "x":
+		return o.x.data
+	case "y":
+		return o.y.data
+	case "w":
+		return o.w.data
+	}
+	for _, f := range o.rows {
+		if f.node.Name() == name {
+			return f.data
+		}
+	}
+	for _, f := range o.locals {
+		if f.p.Name == name {
+			return f.data
+		}
+	}
+	for _, f := range o.normals {
+		if f.node.Name() == name {
+			return f.data
+		}
+	}
+	return nil
+}

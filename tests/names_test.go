@@ -1,0 +1,70 @@
+package tests
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Whether a model uses input noise, has q(x_i) or is binary is asked of the
+// model's parts, never inferred from its name: outside the preset registry
+// (models/presets.go and the one-file-per-preset registrations), no Go
+// source compares a model kind or a preset name.
+func TestNoModelNameTests(t *testing.T) {
+	patterns := []*regexp.Regexp{
+		regexp.MustCompile(`Kind [!=]= `),
+		regexp.MustCompile(`[!=]= "(mgp|nimgp|nimgp-nn|nimgp-fo|svgp)"`),
+		regexp.MustCompile(`"(mgp|nimgp|nimgp-nn|nimgp-fo|svgp)" [!=]=`),
+		regexp.MustCompile(`case "(mgp|nimgp|nimgp-nn|nimgp-fo|svgp)"`),
+		regexp.MustCompile(`models\.(MGP|NIMGP|NIMGPNN|NIMGPFO)\b`),
+	}
+	registry := map[string]bool{"presets.go": true, "mgp.go": true, "nimgp.go": true, "nn.go": true, "fo.go": true, "svgp.go": true}
+	root := ".."
+	var hits []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		if filepath.Base(filepath.Dir(path)) == "models" && registry[d.Name()] {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, p := range patterns {
+				if p.MatchString(line) {
+					hits = append(hits, path+":"+itoa(i+1)+": "+strings.TrimSpace(line))
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		t.Error("model-name test outside the preset registry: " + h)
+	}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}
