@@ -275,3 +275,10 @@ func millsGap(x float64) float64 {
 func MillsGap(x *G.Node) (*G.Node, error) { return millsGapNode(x) }
 
 func (op specialOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+// LogNormCDFValue is log Φ(x) for a number, with the ops' accuracy in both
+// tails (for code outside graphs, such as EP's tilted moments).
+func LogNormCDFValue(x float64) float64 { return logNormCDF(x) }
+
+// InvMillsValue is φ(x)/Φ(x) for a number, stable for large negative x.
+func InvMillsValue(x float64) float64 { return invMills(x) }

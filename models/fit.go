@@ -45,6 +45,17 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if err := m.initialize(train, warn); err != nil {
 		return err
 	}
+	return engines[m.Opts.Inference](ctx, m, train, cfg)
+}
+
+// engines fit an initialised model; the key is Options.Inference.
+var engines = map[string]func(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error{
+	"svi": fitSVI,
+	"ep":  fitEP,
+}
+
+// fitSVI maximises the ELBO by Adam over minibatches.
+func fitSVI(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
 	obj, err := m.newObjective(train)
 	if err != nil {
 		return err

@@ -15,6 +15,9 @@ func TestELBOGradients(t *testing.T) {
 				continue
 			}
 			for order := 1; order <= 2; order++ {
+				if p, _ := LookupPreset(k); p.Inference == "ep" && order == 2 {
+					continue // the EP evidence has a first-order check only
+				}
 				t.Run(fmt.Sprintf("%s/learn=%v/order%d", k, learn, order), func(t *testing.T) {
 					rep, err := CheckGradients(withNoise(Options{Model: k}, 0, learn), order, 1)
 					if err != nil {

@@ -51,10 +51,16 @@ type Options struct {
 	Likelihood LikelihoodOptions
 	Posterior  PosteriorOptions
 	Inputs     InputOptions
-	// Inference is the engine that fits the model: "svi" (the default and,
-	// for now, the only one).
+	// Inference is the engine that fits the model: "svi" (stochastic
+	// variational inference, the default) or "ep" (expectation propagation
+	// for one latent function: with the "full" family full EP, with the
+	// "sparse" family EP on the FITC prior, i.e. generalised FITC; kernel
+	// hyper-parameters and Z maximise the EP evidence by L-BFGS, one
+	// iteration per epoch).
 	Inference string
-	Train     TrainOptions
+	// EP configures the "ep" engine.
+	EP    EPOptions
+	Train TrainOptions
 }
 
 // KernelOptions selects the kernel of every latent function.
@@ -99,6 +105,18 @@ type InputOptions struct {
 	inputs.Config
 }
 
+// EPOptions are expectation propagation's settings (zero: defaults).
+type EPOptions struct {
+	// Damping δ ∈ (0, 1] of site updates in natural parameters (default 1).
+	Damping float64
+	// Tol on the largest relative change of a site in a sweep (default 1e-8).
+	Tol float64
+	// MaxSweeps per EP run (default 200).
+	MaxSweeps int
+	// Parallel updates all sites from one posterior per sweep.
+	Parallel bool
+}
+
 // TrainOptions are the inference engine's settings.
 type TrainOptions struct {
 	Epochs, Batch int
@@ -136,6 +154,12 @@ func (o Options) Resolve() (Options, error) {
 	}
 	if o.Posterior.Family == "" {
 		o.Posterior.Family = p.Posterior
+	}
+	switch {
+	case o.Inference == "":
+		o.Inference = p.Inference
+	case o.Inference != p.Inference:
+		return o, fmt.Errorf("models: model %s is fitted by %s, not %s", p.Name, p.Inference, o.Inference)
 	}
 	switch {
 	case o.Likelihood.Custom != nil:
@@ -225,8 +249,11 @@ func (o Options) Validate() error {
 	if err := o.Inputs.Config.Validate(); err != nil {
 		return fmt.Errorf("models: %w", err)
 	}
-	if o.Inference != "svi" {
-		return fmt.Errorf("models: unknown inference %q (want svi)", o.Inference)
+	if _, ok := engines[o.Inference]; !ok {
+		return fmt.Errorf("models: unknown inference %q (want svi or ep)", o.Inference)
+	}
+	if d := o.EP.Damping; d < 0 || d > 1 || o.EP.Tol < 0 || o.EP.MaxSweeps < 0 {
+		return fmt.Errorf("models: EP damping %g outside (0, 1], or negative tolerance or sweeps", d)
 	}
 	switch {
 	case o.Kernel.Degree < 1:

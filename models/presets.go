@@ -21,6 +21,8 @@ type Preset struct {
 	// Posterior is the default posterior family ("sparse" if empty); unlike
 	// the input model and the likelihood, a model may be given another.
 	Posterior string
+	// Inference is the engine ("svi" if empty).
+	Inference string
 }
 
 var (
@@ -34,6 +36,9 @@ func RegisterPreset(p Preset) error {
 	defer presetMu.Unlock()
 	if p.Posterior == "" {
 		p.Posterior = "sparse"
+	}
+	if p.Inference == "" {
+		p.Inference = "svi"
 	}
 	switch {
 	case p.Name == "" || p.Inputs == "" || len(p.Likelihoods) == 0:

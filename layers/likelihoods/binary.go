@@ -233,3 +233,36 @@ func (l *Gaussian) Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
 	}
 	return Columns(m, pv)
 }
+
+// TiltedMoments implements ep.Tilted for the probit link in closed form
+// (R&W eq. 3.58): with z = y·m/√(1+v), Z = Φ(z), the tilted mean is
+// m + y·v·λ/√(1+v) and its variance v − v²·λ(z+λ)/(1+v), λ = φ(z)/Φ(z). For
+// the logit link it integrates by 64-point Gauss–Hermite quadrature.
+func (l *Bernoulli) TiltedMoments(y, m, v float64) (logZ, mean, variance float64) {
+	if l.Link == "probit" {
+		s := math.Sqrt(1 + v)
+		z := y * m / s
+		lam := graph.InvMillsValue(z)
+		return graph.LogNormCDFValue(z), m + y*v*lam/s, v - v*v*lam*(z+lam)/(1+v)
+	}
+	t, w := Hermite(64)
+	sd := math.Sqrt(2 * v)
+	var z0, z1, z2 float64
+	for k := range t {
+		f := m + sd*t[k]
+		p := w[k] / math.SqrtPi * math.Exp(-math.Log1p(math.Exp(-y*f)))
+		z0 += p
+		z1 += p * f
+		z2 += p * f * f
+	}
+	mean = z1 / z0
+	return math.Log(z0), mean, z2/z0 - mean*mean
+}
+
+// TiltedMoments implements ep.Tilted in closed form: Z = N(y | m, v + σ²)
+// and the Gaussian posterior of f.
+func (l *Gaussian) TiltedMoments(y, m, v float64) (logZ, mean, variance float64) {
+	s2 := l.Variance.Value(0)
+	t := v + s2
+	return -0.5*math.Log(2*math.Pi*t) - (y-m)*(y-m)/(2*t), m + v*(y-m)/t, v - v*v/t
+}

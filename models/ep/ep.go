@@ -1,0 +1,285 @@
+// Package ep is expectation propagation for Gaussian-process models whose
+// likelihood factorises over latent values: Gaussian site approximations
+// t̃_i(f_i) = Z̃_i N(f_i | ν̃_i/τ̃_i, 1/τ̃_i) in natural parameters, updated
+// against a dense prior covariance (Rasmussen & Williams, Algorithms 3.5
+// and 3.6), sequentially with rank-one updates or in parallel, with
+// damping, skip rules for non-positive cavities, convergence on the site
+// parameters, and the EP approximation to the log marginal likelihood
+// (the evidence). Sites persist between runs so that hyper-parameter
+// optimisation warm-starts EP. The evidence's gradient with respect to the
+// prior at the fixed point is Evidence's graph (see evidence.go).
+package ep
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Tilted is what EP needs of a likelihood: the normaliser and moments of
+// the tilted distribution p(y | f) N(f | m, v) / Z for one latent value.
+type Tilted interface {
+	TiltedMoments(y, m, v float64) (logZ, mean, variance float64)
+}
+
+// Config controls a run.
+type Config struct {
+	// Damping δ ∈ (0, 1]: a site moves to δ·(its update) + (1−δ)·(its old
+	// value), in natural parameters (1: no damping, R&W's probit EP).
+	Damping float64
+	// Tol is the convergence threshold on the largest change of a site's
+	// natural parameters in a sweep, relative to 1 + |old| (default 1e-8).
+	Tol float64
+	// MaxSweeps bounds the sweeps (default 200); MinSweeps forces at least
+	// that many (default 1).
+	MaxSweeps, MinSweeps int
+	// Parallel updates every site from the same posterior, then refactorises
+	// (O(N³) per sweep with no rank-one updates); the default is R&W's
+	// sequential schedule.
+	Parallel bool
+}
+
+func (c Config) defaults() Config {
+	if c.Damping == 0 {
+		c.Damping = 1
+	}
+	if c.Tol == 0 {
+		c.Tol = 1e-8
+	}
+	if c.MaxSweeps == 0 {
+		c.MaxSweeps = 200
+	}
+	if c.MinSweeps == 0 {
+		c.MinSweeps = 1
+	}
+	return c
+}
+
+// Sites are the site natural parameters, one per latent value.
+type Sites struct {
+	Tau, Nu []float64
+}
+
+// NewSites returns n sites at zero (the prior).
+func NewSites(n int) *Sites { return &Sites{Tau: make([]float64, n), Nu: make([]float64, n)} }
+
+// Result is a converged (or stopped) EP run.
+type Result struct {
+	// Mean and Cov are the posterior N(μ, Σ) over the latent values,
+	// Σ = (K⁻¹ + S̃)⁻¹, μ = Σν̃.
+	Mean []float64
+	Cov  *mat.SymDense
+	// LogZ is the EP evidence log Z_EP.
+	LogZ float64
+	// Sweeps run; Converged says whether Tol was met; Skipped counts site
+	// updates skipped for a non-positive cavity or a non-finite update.
+	Sweeps    int
+	Converged bool
+	Skipped   int
+}
+
+// ErrNotConverged is wrapped by Run's error when MaxSweeps pass without
+// convergence; the Result is still the last one.
+var ErrNotConverged = errors.New("ep: not converged")
+
+// Run runs EP on the prior N(0, K) with targets y and likelihood lik,
+// starting from (and updating) sites.
+func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*Result, error) {
+	cfg = cfg.defaults()
+	n := K.SymmetricDim()
+	switch {
+	case len(y) != n || len(sites.Tau) != n || len(sites.Nu) != n:
+		return nil, fmt.Errorf("ep: %d targets and %d/%d sites for a %d×%d prior", len(y), len(sites.Tau), len(sites.Nu), n, n)
+	case !(cfg.Damping > 0 && cfg.Damping <= 1):
+		return nil, fmt.Errorf("ep: damping %v outside (0, 1]", cfg.Damping)
+	}
+	mu, sigma, err := posterior(K, sites)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	si := make([]float64, n)
+	for sweep := 1; sweep <= cfg.MaxSweeps; sweep++ {
+		var change float64
+		oldTau, oldNu := append([]float64(nil), sites.Tau...), append([]float64(nil), sites.Nu...)
+		for i := 0; i < n; i++ {
+			sii := sigma.At(i, i)
+			tauC := 1/sii - oldTauOr(sites, oldTau, i, cfg.Parallel)
+			nuC := mu[i]/sii - oldNuOr(sites, oldNu, i, cfg.Parallel)
+			if !(tauC > 0) {
+				res.Skipped++
+				continue
+			}
+			_, m, v := lik.TiltedMoments(y[i], nuC/tauC, 1/tauC)
+			tauNew := 1/v - tauC
+			nuNew := m/v - nuC
+			if math.IsNaN(tauNew) || math.IsInf(tauNew, 0) || math.IsNaN(nuNew) || math.IsInf(nuNew, 0) {
+				res.Skipped++
+				continue
+			}
+			d := cfg.Damping
+			tauNew = d*tauNew + (1-d)*sites.Tau[i]
+			nuNew = d*nuNew + (1-d)*sites.Nu[i]
+			if tauNew < 0 {
+				// A negative site precision makes the posterior improper for
+				// some priors; keep it at zero instead (GPML does likewise).
+				tauNew = 0
+			}
+			change = math.Max(change, math.Abs(tauNew-sites.Tau[i])/(1+math.Abs(sites.Tau[i])))
+			change = math.Max(change, math.Abs(nuNew-sites.Nu[i])/(1+math.Abs(sites.Nu[i])))
+			dTau := tauNew - sites.Tau[i]
+			sites.Tau[i], sites.Nu[i] = tauNew, nuNew
+			if cfg.Parallel || dTau == 0 && nuNew == oldNu[i] {
+				continue
+			}
+			// Rank-one update of Σ for the change of site i's precision,
+			// then μ = Σν̃ (R&W Algorithm 3.5, lines 8–9).
+			for k := 0; k < n; k++ {
+				si[k] = sigma.At(k, i)
+			}
+			c := dTau / (1 + dTau*sii)
+			for a := 0; a < n; a++ {
+				for b := a; b < n; b++ {
+					sigma.SetSym(a, b, sigma.At(a, b)-c*si[a]*si[b])
+				}
+			}
+			mulVec(sigma, sites.Nu, mu)
+		}
+		// Refactorise from the sites: the rank-one updates accumulate
+		// round-off (Algorithm 3.5, line 12).
+		if mu, sigma, err = posterior(K, sites); err != nil {
+			return nil, err
+		}
+		res.Sweeps = sweep
+		if sweep >= cfg.MinSweeps && change < cfg.Tol {
+			res.Converged = true
+			break
+		}
+	}
+	res.Mean, res.Cov = mu, sigma
+	if res.LogZ, err = evidence(K, y, lik, sites, mu, sigma); err != nil {
+		return nil, err
+	}
+	if !res.Converged {
+		return res, fmt.Errorf("%w after %d sweeps", ErrNotConverged, res.Sweeps)
+	}
+	return res, nil
+}
+
+func oldTauOr(s *Sites, old []float64, i int, parallel bool) float64 {
+	if parallel {
+		return old[i]
+	}
+	return s.Tau[i]
+}
+
+func oldNuOr(s *Sites, old []float64, i int, parallel bool) float64 {
+	if parallel {
+		return old[i]
+	}
+	return s.Nu[i]
+}
+
+func mulVec(a *mat.SymDense, x, dst []float64) {
+	var v mat.VecDense
+	v.MulVec(a, mat.NewVecDense(len(x), x))
+	copy(dst, v.RawVector().Data)
+}
+
+// posterior returns μ = Σν̃ and Σ = K − K S̃^½ B⁻¹ S̃^½ K with
+// B = I + S̃^½ K S̃^½ (R&W Algorithm 3.5, line 12), stable for τ̃ = 0.
+func posterior(K *mat.SymDense, s *Sites) ([]float64, *mat.SymDense, error) {
+	n := K.SymmetricDim()
+	L, sq, err := factorB(K, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	// V = L⁻¹ S̃^½ K, Σ = K − VᵀV.
+	sk := mat.NewDense(n, n, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			sk.Set(i, j, sq[i]*K.At(i, j))
+		}
+	}
+	var V mat.Dense
+	if err := V.Solve(L, sk); err != nil {
+		return nil, nil, fmt.Errorf("ep: %w", err)
+	}
+	sigma := mat.NewSymDense(n, nil)
+	var vtv mat.SymDense
+	vtv.SymOuterK(1, V.T())
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			sigma.SetSym(i, j, K.At(i, j)-vtv.At(i, j))
+		}
+	}
+	mu := make([]float64, n)
+	mulVec(sigma, s.Nu, mu)
+	return mu, sigma, nil
+}
+
+// factorB returns the Cholesky factor of B = I + S̃^½ K S̃^½ and S̃^½.
+func factorB(K *mat.SymDense, s *Sites) (*mat.TriDense, []float64, error) {
+	n := K.SymmetricDim()
+	sq := make([]float64, n)
+	for i, t := range s.Tau {
+		if t < 0 {
+			return nil, nil, fmt.Errorf("ep: site %d has negative precision %g", i, t)
+		}
+		sq[i] = math.Sqrt(t)
+	}
+	B := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			v := sq[i] * K.At(i, j) * sq[j]
+			if i == j {
+				v++
+			}
+			B.SetSym(i, j, v)
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(B) {
+		return nil, nil, errors.New("ep: I + S̃^½KS̃^½ is not positive definite")
+	}
+	L := mat.NewTriDense(n, mat.Lower, nil)
+	ch.LTo(L)
+	return L, sq, nil
+}
+
+// evidence is log Z_EP at the sites (R&W eq. 3.65, in GPML's stable form):
+// Σ log Ẑ_i at the cavities, minus what the site normalisers and the
+// Gaussian part cancel.
+func evidence(K *mat.SymDense, y []float64, lik Tilted, s *Sites, mu []float64, sigma *mat.SymDense) (float64, error) {
+	n := len(y)
+	L, _, err := factorB(K, s)
+	if err != nil {
+		return 0, err
+	}
+	var logDetL, sumLZ, t1, t2, t3, t4 float64
+	for i := 0; i < n; i++ {
+		logDetL += math.Log(L.At(i, i))
+		sii := sigma.At(i, i)
+		tauC := 1/sii - s.Tau[i]
+		nuC := mu[i]/sii - s.Nu[i]
+		if !(tauC > 0) {
+			return 0, fmt.Errorf("ep: the cavity of site %d has precision %g at the evidence", i, tauC)
+		}
+		lz, _, _ := lik.TiltedMoments(y[i], nuC/tauC, 1/tauC)
+		sumLZ += lz
+		t2 += nuC * (s.Tau[i]/tauC*nuC - 2*s.Nu[i]) / (s.Tau[i] + tauC)
+		t3 += s.Nu[i] * s.Nu[i] / (tauC + s.Tau[i])
+		t4 += math.Log1p(s.Tau[i] / tauC)
+	}
+	for i := 0; i < n; i++ {
+		var row float64
+		for j := 0; j < n; j++ {
+			row += sigma.At(i, j) * s.Nu[j]
+		}
+		t1 += s.Nu[i] * row
+	}
+	nlZ := logDetL - sumLZ - t1/2 - t2/2 + t3/2 - t4/2
+	return -nlZ, nil
+}

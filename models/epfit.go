@@ -1,0 +1,340 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/kernels"
+	"github.com/gpc-dev/gpc/models/ep"
+	"github.com/gpc-dev/gpc/solvers"
+)
+
+// maxEPRows bounds the training size of the dense EP engine (O(N²) memory,
+// O(N³) time per sweep).
+const maxEPRows = 20000
+
+// fitEP fits a one-latent-function model by expectation propagation: the
+// kernel hyper-parameters (and, for the sparse family, Z) maximise the EP
+// evidence by L-BFGS, EP warm-starting from the previous sites at each
+// evaluation; the converged EP posterior then becomes the model's q(u),
+// so that prediction is the variational families' (for the full family
+// q(u) = N(μ, Σ) at Z = X; for FITC q(u) = N(K_ZX A⁻¹μ̃, K_ZZ − K_ZX A⁻¹ K_XZ),
+// A = K̃ + S̃⁻¹, which reproduces FITC-EP's predictive exactly).
+func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
+	o, err := newEPObjective(m, train)
+	if err != nil {
+		return err
+	}
+	params := o.solverParams()
+	if len(params) > 0 {
+		_, err = solvers.TrainLBFGS(ctx, o, params, train.N, solvers.LBFGSSettings{
+			MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings,
+		})
+		if err != nil && !errors.Is(err, solvers.ErrLineSearch) {
+			return err
+		}
+	}
+	// EP at the final hyper-parameters, then its posterior as q(u).
+	if _, _, err := o.Step(solvers.FullBatch(train.N)); err != nil {
+		return err
+	}
+	if cfg.Callback != nil {
+		if err := cfg.Callback(Epoch{Epoch: 1, Loss: -o.last.LogZ, Steps: o.evals, Iterations: o.evals}); err != nil && !errors.Is(err, solvers.ErrStopTraining) {
+			return err
+		}
+	}
+	return o.setPosterior()
+}
+
+// epObjective is minus the EP evidence as a function of the prior's
+// parameters, for solvers.TrainLBFGS.
+type epObjective struct {
+	m     *Model
+	n     int
+	y     []float64
+	lik   ep.Tilted
+	sites *ep.Sites
+	cfg   ep.Config
+	// The prior graph gives K̃ (and, for FITC, K_ZX and K_ZZ); the evidence
+	// graph gives g(K̃) and its gradient.
+	kScope, eScope *layers.Scope
+	kProg, eProg   *graph.Program
+	k, kzx, kzz    *G.Node
+	ev             *ep.Evidence
+	params         []*layers.Param
+	grads          G.Nodes
+	gbuf           [][]float64
+	last           *ep.Result
+	kData          []float64
+	evals          int
+}
+
+func newEPObjective(m *Model, train *datasets.Dataset) (*epObjective, error) {
+	lik, ok := m.lik.(ep.Tilted)
+	if !ok {
+		return nil, fmt.Errorf("models: the %s likelihood has no tilted moments, which EP needs", m.Opts.Likelihood.Name)
+	}
+	if m.post.Latent != 1 {
+		return nil, fmt.Errorf("models: the EP engine handles one latent function; the %s likelihood has %d", m.Opts.Likelihood.Name, m.post.Latent)
+	}
+	if train.N > maxEPRows {
+		return nil, fmt.Errorf("models: EP is dense (O(N³) per sweep); %d training rows exceed its limit of %d: use the svi engine", train.N, maxEPRows)
+	}
+	y, _ := m.lik.Targets(train.Y, m.C)
+	e := m.Opts.EP
+	o := &epObjective{m: m, n: train.N, y: y, lik: lik, sites: ep.NewSites(train.N),
+		cfg: ep.Config{Damping: e.Damping, Tol: e.Tol, MaxSweeps: e.MaxSweeps, Parallel: e.Parallel}}
+	// Prior graph.
+	kg := G.NewGraph()
+	o.kScope = layers.NewScope(kg)
+	var err error
+	if o.k, o.kzx, o.kzz, err = m.epPrior(o.kScope, train); err != nil {
+		return nil, err
+	}
+	outs := G.Nodes{o.k}
+	if o.kzx != nil {
+		outs = append(outs, o.kzx, o.kzz)
+	}
+	if o.kProg, err = graph.Compile(kg, outs...); err != nil {
+		return nil, err
+	}
+	// Evidence graph.
+	eg := G.NewGraph()
+	o.eScope = layers.NewScope(eg)
+	ke, _, _, err := m.epPrior(o.eScope, train)
+	if err != nil {
+		return nil, err
+	}
+	if o.ev, err = ep.NewEvidence(ke); err != nil {
+		return nil, err
+	}
+	want := map[*layers.Param]bool{}
+	for _, k := range m.kernels {
+		for _, p := range k.Params() {
+			want[p] = true
+		}
+	}
+	for _, z := range m.post.Z {
+		want[z] = true
+	}
+	var wrt G.Nodes
+	bound, nodes := o.eScope.Trainable()
+	for i, p := range bound {
+		if want[p] {
+			o.params = append(o.params, p)
+			wrt = append(wrt, nodes[i])
+		}
+	}
+	if len(wrt) > 0 {
+		if o.grads, err = graph.Grad(o.ev.Node, wrt...); err != nil {
+			return nil, fmt.Errorf("models: differentiating the EP evidence: %w", err)
+		}
+	}
+	if o.eProg, err = graph.Compile(eg, append(G.Nodes{o.ev.Node}, o.grads...)...); err != nil {
+		return nil, err
+	}
+	for _, p := range o.params {
+		o.gbuf = append(o.gbuf, make([]float64, len(p.Data)))
+	}
+	return o, nil
+}
+
+// epPrior builds EP's prior covariance over the training latents: K_ZZ at
+// Z = X for the full family, or FITC's Q + diag(K − Q) with
+// Q = K_XZ K_ZZ⁻¹ K_ZX for the sparse one (then also K_ZX and K_ZZ).
+func (m *Model) epPrior(s *layers.Scope, train *datasets.Dataset) (k, kzx, kzz *G.Node, err error) {
+	kern := m.kernels[0]
+	e := &graph.Chain{}
+	z := e.Do(s.Raw(m.post.Z[0]))
+	jit := e.Do(s.Node(m.post.JitterParam))
+	kzz = e.Do(kernels.KZZ(kern, s, z, jit))
+	if m.Opts.Posterior.Family == "full" {
+		return kzz, nil, nil, e.Err
+	}
+	x := graph.Input(s.G, "ep/x", tensor.Shape{train.N, train.D}, append([]float64(nil), train.X...))
+	kzx = e.Do(kern.K(s, z, x))
+	lm := e.Do(graph.Cholesky(kzz))
+	a := e.Do(graph.TriSolve(lm, kzx, true, false))
+	q := e.Do(graph.MatMul(a, a, true, false))
+	qd := e.Do(G.Sum(e.Do(G.Square(a)), 0))
+	kd := e.Do(kernels.KDiag(kern, s, x, jit))
+	k = e.Do(G.Add(q, e.Do(graph.DiagMatrix(e.Do(G.Sub(kd, qd))))))
+	return k, kzx, kzz, e.Err
+}
+
+func (o *epObjective) solverParams() []solvers.Param {
+	ps := make([]solvers.Param, len(o.params))
+	for i, p := range o.params {
+		ps[i] = solvers.Param{Name: p.Name, Data: p.Data}
+	}
+	return ps
+}
+
+// Step implements solvers.Objective: −log Z_EP and its gradient at the
+// current parameters (the batch is ignored: EP uses every row).
+func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
+	o.evals++
+	if err := o.kScope.Sync(); err != nil {
+		return 0, nil, err
+	}
+	if err := o.kProg.Run(); err != nil {
+		return 0, nil, err
+	}
+	kd, err := o.kProg.Float64s(o.k)
+	if err != nil {
+		return 0, nil, err
+	}
+	o.kData = append(o.kData[:0], kd...)
+	K := mat.NewSymDense(o.n, append([]float64(nil), kd...))
+	res, err := ep.Run(K, o.y, o.lik, o.sites, o.cfg)
+	if err != nil && !errors.Is(err, ep.ErrNotConverged) {
+		// A failed factorisation leaves the sites unusable; restart them.
+		o.sites = ep.NewSites(o.n)
+		return 0, nil, fmt.Errorf("models: EP: %v: %w", err, solvers.ErrNotPositiveDefinite)
+	}
+	o.last = res
+	if err := o.ev.Set(o.sites, o.kData, res.LogZ); err != nil {
+		return 0, nil, err
+	}
+	if err := o.eScope.Sync(); err != nil {
+		return 0, nil, err
+	}
+	if err := o.eProg.Run(); err != nil {
+		return 0, nil, err
+	}
+	for i, g := range o.grads {
+		v, err := o.eProg.Float64s(g)
+		if err != nil {
+			return 0, nil, err
+		}
+		for j := range v {
+			o.gbuf[i][j] = -v[j]
+		}
+	}
+	return -res.LogZ, o.gbuf, nil
+}
+
+// Jitter implements solvers.Jitterer.
+func (o *epObjective) Jitter() float64 { return o.m.post.JitterParam.Data[0] }
+
+// SetJitter implements solvers.Jitterer.
+func (o *epObjective) SetJitter(v float64) error {
+	if !(v > 0) {
+		return errors.New("models: jitter must be positive")
+	}
+	o.m.post.JitterParam.Data[0] = v
+	return nil
+}
+
+// setPosterior stores the last EP posterior as the model's q(u).
+func (o *epObjective) setPosterior() error {
+	res, post, n := o.last, o.m.post, o.n
+	if o.kzx == nil {
+		copy(post.Mean[0].Data, res.Mean)
+		return post.SetL(0, cholOf(res.Cov, n))
+	}
+	kzxD, err := o.kProg.Float64s(o.kzx)
+	if err != nil {
+		return err
+	}
+	kzzD, err := o.kProg.Float64s(o.kzz)
+	if err != nil {
+		return err
+	}
+	M := post.M
+	Kzx := mat.NewDense(M, n, append([]float64(nil), kzxD...))
+	K := mat.NewSymDense(n, append([]float64(nil), o.kData...))
+	// B = I + S̃^½ K̃ S̃^½; b = A⁻¹μ̃ = ν̃ − S̃^½ B⁻¹ S̃^½ K̃ ν̃;
+	// W = L_B⁻¹ S̃^½ K_XZ, S = K_ZZ − WᵀW.
+	sq := make([]float64, n)
+	for i, t := range o.sites.Tau {
+		sq[i] = math.Sqrt(math.Max(t, 0))
+	}
+	B := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			v := sq[i] * K.At(i, j) * sq[j]
+			if i == j {
+				v++
+			}
+			B.SetSym(i, j, v)
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(B) {
+		return errors.New("models: EP-FITC: B is not positive definite")
+	}
+	var knu mat.VecDense
+	knu.MulVec(K, mat.NewVecDense(n, o.sites.Nu))
+	for i := 0; i < n; i++ {
+		knu.SetVec(i, sq[i]*knu.AtVec(i))
+	}
+	var t mat.VecDense
+	if err := ch.SolveVecTo(&t, &knu); err != nil {
+		return err
+	}
+	b := mat.NewVecDense(n, nil)
+	for i := 0; i < n; i++ {
+		b.SetVec(i, o.sites.Nu[i]-sq[i]*t.AtVec(i))
+	}
+	var mu mat.VecDense
+	mu.MulVec(Kzx, b)
+	copy(post.Mean[0].Data, mu.RawVector().Data)
+	L := mat.NewTriDense(n, mat.Lower, nil)
+	ch.LTo(L)
+	sk := mat.NewDense(n, M, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j < M; j++ {
+			sk.Set(i, j, sq[i]*Kzx.At(j, i))
+		}
+	}
+	var W mat.Dense
+	if err := W.Solve(L, sk); err != nil {
+		return err
+	}
+	var wtw mat.Dense
+	wtw.Mul(W.T(), &W)
+	S := mat.NewSymDense(M, nil)
+	for i := 0; i < M; i++ {
+		for j := i; j < M; j++ {
+			S.SetSym(i, j, kzzD[i*M+j]-0.5*(wtw.At(i, j)+wtw.At(j, i)))
+		}
+	}
+	return post.SetL(0, cholOf(S, M))
+}
+
+// cholOf returns the lower Cholesky factor of a covariance (row-major),
+// adding the smallest diagonal jitter that makes it factorise: a posterior
+// covariance can be singular to round-off where the data pin f down.
+func cholOf(S *mat.SymDense, n int) []float64 {
+	jit := 0.0
+	for {
+		A := mat.NewSymDense(n, nil)
+		A.CopySym(S)
+		for i := 0; i < n; i++ {
+			A.SetSym(i, i, A.At(i, i)+jit)
+		}
+		var ch mat.Cholesky
+		if ch.Factorize(A) {
+			L := mat.NewTriDense(n, mat.Lower, nil)
+			ch.LTo(L)
+			out := make([]float64, n*n)
+			for i := 0; i < n; i++ {
+				for j := 0; j <= i; j++ {
+					out[i*n+j] = L.At(i, j)
+				}
+			}
+			return out
+		}
+		jit = math.Max(10*jit, 1e-12)
+	}
+}
