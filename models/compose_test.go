@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -201,5 +202,46 @@ func TestSaveFailsCleanly(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 0 {
 		t.Fatalf("left %v behind", entries)
+	}
+}
+
+// The freeze schedule holds the hyper-parameters and Z at their initial
+// values for its epochs and frees them afterwards, under each optimiser;
+// every optimiser learns the blobs.
+func TestOptimizersAndFreeze(t *testing.T) {
+	train, test := blobs(80, 11), blobs(200, 12)
+	for _, opt := range []string{"adam", "adadelta", "lbfgs"} {
+		for _, freeze := range []int{0, 3, 100} {
+			o := opts("svgp", 6, 40, 40, 1)
+			o.Train.Optimizer, o.Train.FreezeHyper, o.Train.FreezeZ, o.Train.LR = opt, freeze, freeze, 0.05
+			if opt == "adadelta" {
+				o.Train.LR = 1
+			}
+			m, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.initialize(train, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			kern0 := slices.Clone(m.kernels[0].Params()[0].Data)
+			z0 := slices.Clone(m.post.Z[0].Data)
+			if err := m.Fit(context.Background(), train, FitConfig{}); err != nil {
+				t.Fatalf("%s freeze %d: %v", opt, freeze, err)
+			}
+			kernSame := slices.Equal(kern0, m.kernels[0].Params()[0].Data)
+			zSame := slices.Equal(z0, m.post.Z[0].Data)
+			if frozenAll := freeze >= 40; kernSame != frozenAll || zSame != frozenAll {
+				t.Errorf("%s freeze %d of 40: kernel unchanged %v, Z unchanged %v", opt, freeze, kernSame, zSame)
+			}
+			p, err := m.Predict(test.X, test.N, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The Bayes error of these blobs is Φ(−1.5) ≈ 0.067.
+			if sc := Score(p, test.Y, 2); sc.Error > 0.13 {
+				t.Errorf("%s freeze %d: test error %.3f", opt, freeze, sc.Error)
+			}
+		}
 	}
 }

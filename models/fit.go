@@ -2,10 +2,13 @@ package models
 
 import (
 	"context"
+	"errors"
 	"io"
+	"maps"
 	"os"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/layers"
 	"github.com/gpc-dev/gpc/models/svi"
 	"github.com/gpc-dev/gpc/solvers"
 )
@@ -54,30 +57,119 @@ var engines = map[string]func(ctx context.Context, m *Model, train *datasets.Dat
 	"ep":  fitEP,
 }
 
-// fitSVI maximises the ELBO by Adam over minibatches.
+// fitSVI maximises the ELBO with the configured optimiser: Adam or
+// Adadelta over minibatches, or L-BFGS on the full batch; the freeze
+// schedule holds the hyper-parameters and Z for its first epochs.
 func fitSVI(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
-	obj, err := m.newObjective(train)
+	t := m.Opts.Train
+	if t.Optimizer == "lbfgs" {
+		t.Batch = train.N
+	}
+	obj, err := m.newObjectiveBatch(train, t.Batch)
 	if err != nil {
 		return err
 	}
-	st := &trainState{obj: obj, adam: solvers.NewAdam(m.Opts.Train.LR)}
-	hist, err := solvers.Train(ctx, obj, obj.SolverParams(), solvers.TrainConfig{
-		N: m.N, BatchSize: obj.Batch(), Epochs: m.Opts.Train.Epochs, Seed: m.Opts.Train.Seed,
-		Optimizer: st.adam, Progress: cfg.Progress, Callback: cfg.Callback,
-		Warnings: cfg.Warnings, MaxIterations: cfg.MaxIterations,
-	})
+	st := &trainState{obj: obj}
+	switch t.Optimizer {
+	case "adadelta":
+		st.opt = solvers.NewAdadelta(t.LR)
+	default:
+		st.opt = solvers.NewAdam(t.LR)
+	}
+	hyper, zs := m.freezeSets()
+	frozenFor := func(done int) map[*layers.Param]bool {
+		f := map[*layers.Param]bool{}
+		if done < t.FreezeHyper {
+			maps.Copy(f, hyper)
+		}
+		if done < t.FreezeZ {
+			maps.Copy(f, zs)
+		}
+		return f
+	}
+	obj.Freeze(frozenFor(0))
+	var epochs int
+	if t.Optimizer == "lbfgs" {
+		epochs, err = m.fitLBFGS(ctx, obj, train, cfg, frozenFor)
+	} else {
+		callback := func(e Epoch) error {
+			obj.Freeze(frozenFor(e.Epoch))
+			if cfg.Callback != nil {
+				return cfg.Callback(e)
+			}
+			return nil
+		}
+		var hist solvers.History
+		hist, err = solvers.Train(ctx, obj, obj.SolverParams(), solvers.TrainConfig{
+			N: m.N, BatchSize: obj.Batch(), Epochs: t.Epochs, Seed: t.Seed,
+			Optimizer: st.opt, Progress: cfg.Progress, Callback: callback,
+			Warnings: cfg.Warnings, MaxIterations: cfg.MaxIterations,
+		})
+		epochs = len(hist)
+	}
+	obj.Freeze(nil)
 	// Keep the graph and optimiser state for Continue, also after a failed
 	// or cancelled run (the parameters are the last finite ones).
-	st.rows, st.epochs = rowPrints(train, m.givenNoise(train)), len(hist)
+	st.rows, st.epochs = rowPrints(train, m.givenNoise(train)), epochs
 	m.fit = st
 	return err
+}
+
+// fitLBFGS runs L-BFGS on the full batch: first for the frozen
+// iterations with the freeze in place, then for the rest.
+func (m *Model) fitLBFGS(ctx context.Context, obj *svi.Objective, train *datasets.Dataset, cfg FitConfig, frozenFor func(int) map[*layers.Param]bool) (int, error) {
+	t := m.Opts.Train
+	first := min(max(t.FreezeHyper, t.FreezeZ), t.Epochs)
+	done := 0
+	for _, phase := range []int{first, t.Epochs - first} {
+		if phase == 0 {
+			continue
+		}
+		obj.Freeze(frozenFor(done))
+		res, err := solvers.TrainLBFGS(ctx, obj, obj.SolverParams(), train.N, solvers.LBFGSSettings{MaxIterations: phase, Warnings: cfg.Warnings})
+		done += phase
+		if err != nil && !errors.Is(err, solvers.ErrLineSearch) {
+			return done, err
+		}
+		if cfg.Callback != nil {
+			if err := cfg.Callback(Epoch{Epoch: done, Loss: res.F, Steps: res.Iterations, Iterations: done}); err != nil {
+				if errors.Is(err, solvers.ErrStopTraining) {
+					return done, nil
+				}
+				return done, err
+			}
+		}
+	}
+	return done, nil
+}
+
+// freezeSets returns the hyper-parameters (kernels' and likelihood's) and
+// the inducing inputs, for the freeze schedule.
+func (m *Model) freezeSets() (hyper, zs map[*layers.Param]bool) {
+	hyper, zs = map[*layers.Param]bool{}, map[*layers.Param]bool{}
+	for _, k := range m.kernels {
+		for _, p := range k.Params() {
+			hyper[p] = true
+		}
+	}
+	for _, p := range m.lik.Params() {
+		hyper[p] = true
+	}
+	for _, z := range m.post.Z {
+		zs[z] = true
+	}
+	return hyper, zs
 }
 
 // newObjective compiles the minibatch objective of the model's parts and
 // gives the input model's local rows their optimiser.
 func (m *Model) newObjective(train *datasets.Dataset) (*svi.Objective, error) {
+	return m.newObjectiveBatch(train, m.Opts.Train.Batch)
+}
+
+func (m *Model) newObjectiveBatch(train *datasets.Dataset, batch int) (*svi.Objective, error) {
 	obj, err := svi.New(svi.Parts{C: m.C, Likelihood: m.lik, Posterior: m.post, Inputs: m.inputs, Params: m.trainable()},
-		train, m.Opts.Train.Batch, m.Opts.Train.Seed)
+		train, batch, m.Opts.Train.Seed)
 	if err != nil {
 		return nil, err
 	}

@@ -132,3 +132,124 @@ func TestGaussianFullPosteriorIsExact(t *testing.T) {
 		}
 	}
 }
+
+// With a Gaussian likelihood and M < N inducing inputs, the ELBO at the
+// optimal q(u) — S = K_mm(K_mm + σ⁻²K_mn K_nm)⁻¹K_mm, m = σ⁻²S K_mm⁻¹K_mn y —
+// equals Titsias's collapsed bound
+// log N(y | 0, Q_nn + σ²I) − tr(K_nn − Q_nn)/(2σ²), and is a maximum.
+func TestGaussianSparseOptimumIsTitsias(t *testing.T) {
+	ds := syntheticSet(40, 2, 2, 9)
+	const noise, M = 0.25, 7
+	o := Options{Likelihood: LikelihoodOptions{Custom: likelihoods.NewGaussian("g", noise)}}
+	o.Posterior.Inducing, o.Train.Batch = M, ds.N
+	m, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.initialize(ds, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	n := ds.N
+	z := m.post.Z[0].Data
+	Kmm := mat.NewSymDense(M, nil)
+	for i := 0; i < M; i++ {
+		row := crossCov(t, m, z[i*m.D:(i+1)*m.D], z)
+		for j := i; j < M; j++ {
+			Kmm.SetSym(i, j, row[j])
+		}
+		Kmm.SetSym(i, i, priorVar(t, m, z[i*m.D:(i+1)*m.D]))
+	}
+	Knm := mat.NewDense(n, M, nil)
+	kdiag := make([]float64, n)
+	for i := 0; i < n; i++ {
+		Knm.SetRow(i, crossCov(t, m, ds.X[i*m.D:(i+1)*m.D], z))
+		kdiag[i] = priorVar(t, m, ds.X[i*m.D:(i+1)*m.D])
+	}
+	y := mat.NewVecDense(n, nil)
+	for i, l := range ds.Y {
+		y.SetVec(i, float64(l))
+	}
+	// Titsias: Q = Knm Kmm⁻¹ Kmn.
+	var cm mat.Cholesky
+	if !cm.Factorize(Kmm) {
+		t.Fatal("K_mm not positive definite")
+	}
+	var kinvKmn mat.Dense
+	if err := cm.SolveTo(&kinvKmn, Knm.T()); err != nil {
+		t.Fatal(err)
+	}
+	var Q mat.Dense
+	Q.Mul(Knm, &kinvKmn)
+	C := mat.NewSymDense(n, nil)
+	var trace float64
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			C.SetSym(i, j, 0.5*(Q.At(i, j)+Q.At(j, i)))
+		}
+		trace += kdiag[i] - Q.At(i, i)
+		C.SetSym(i, i, C.At(i, i)+noise)
+	}
+	var cc mat.Cholesky
+	if !cc.Factorize(C) {
+		t.Fatal("Q + σ²I not positive definite")
+	}
+	var ciy mat.VecDense
+	cc.SolveVecTo(&ciy, y)
+	titsias := -0.5*mat.Dot(y, &ciy) - 0.5*cc.LogDet() - 0.5*float64(n)*math.Log(2*math.Pi) - trace/(2*noise)
+	// Optimal q(u).
+	var kmnknm mat.Dense
+	kmnknm.Mul(Knm.T(), Knm)
+	P := mat.NewSymDense(M, nil)
+	for i := 0; i < M; i++ {
+		for j := i; j < M; j++ {
+			P.SetSym(i, j, Kmm.At(i, j)+0.5*(kmnknm.At(i, j)+kmnknm.At(j, i))/noise)
+		}
+	}
+	var cp mat.Cholesky
+	if !cp.Factorize(P) {
+		t.Fatal("K_mm + σ⁻²K_mn K_nm not positive definite")
+	}
+	var pinvK mat.Dense
+	cp.SolveTo(&pinvK, Kmm)
+	var Sd mat.Dense
+	Sd.Mul(Kmm, &pinvK)
+	S := mat.NewSymDense(M, nil)
+	for i := 0; i < M; i++ {
+		for j := i; j < M; j++ {
+			S.SetSym(i, j, 0.5*(Sd.At(i, j)+Sd.At(j, i)))
+		}
+	}
+	var kmny, pinv mat.VecDense
+	kmny.MulVec(Knm.T(), y)
+	cp.SolveVecTo(&pinv, &kmny)
+	var mean mat.VecDense
+	mean.MulVec(Kmm, &pinv) // σ⁻²S K_mm⁻¹K_mn y = K_mm P⁻¹ K_mn y / σ²
+	mean.ScaleVec(1/noise, &mean)
+	copy(m.post.Mean[0].Data, mean.RawVector().Data)
+	if err := m.post.SetL(0, cholOf(S, M)); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := m.newObjective(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	loss, _, err := obj.Step(solvers.FullBatch(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(-loss-titsias) > 1e-8*math.Abs(titsias) {
+		t.Errorf("ELBO at the optimal q(u) %.10f, Titsias's bound %.10f", -loss, titsias)
+	}
+	for _, h := range []float64{0.05, -0.05} {
+		m.post.Mean[0].Data[2] += h
+		worse, _, err := obj.Step(solvers.FullBatch(n))
+		m.post.Mean[0].Data[2] -= h
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(worse > loss) {
+			t.Errorf("moving m by %g did not lower the ELBO", h)
+		}
+	}
+}

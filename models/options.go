@@ -120,8 +120,18 @@ type EPOptions struct {
 // TrainOptions are the inference engine's settings.
 type TrainOptions struct {
 	Epochs, Batch int
-	LR            float64
-	Seed          uint64
+	// LR is Adam's learning rate or Adadelta's step rate.
+	LR   float64
+	Seed uint64
+	// Optimizer is "adam" (default), "adadelta" (climin's: decay 0.9,
+	// offset 1e-4, step rate LR) or "lbfgs" (full batch; Epochs bounds the
+	// iterations), for the svi engine.
+	Optimizer string
+	// FreezeHyper and FreezeZ hold the kernel and likelihood
+	// hyper-parameters, and the inducing inputs, at their initial values for
+	// that many epochs (L-BFGS: iterations) first: the SVGP paper's "fix Z
+	// and the hyper-parameters, then free them" schedule.
+	FreezeHyper, FreezeZ int
 }
 
 // Resolve returns the options with the preset's parts filled in, or an
@@ -221,11 +231,17 @@ func (o Options) Defaults() Options {
 	if o.Train.LR == 0 {
 		o.Train.LR = 0.01
 	}
+	if o.Train.Optimizer == "" {
+		o.Train.Optimizer = "adam"
+	}
 	return o
 }
 
 // KernelNames are the built-in kernels.
 var KernelNames = []string{"se", "poly", "matern32", "matern52", "linear"}
+
+// Optimizers are the svi engine's optimisers.
+var Optimizers = []string{"adam", "adadelta", "lbfgs"}
 
 // PosteriorFamilies are the posterior families.
 var PosteriorFamilies = []string{"sparse", "full"}
@@ -266,6 +282,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("models: %d epochs of batch %d", o.Train.Epochs, o.Train.Batch)
 	case !(o.Train.LR > 0) || math.IsInf(o.Train.LR, 0):
 		return fmt.Errorf("models: learning rate %g", o.Train.LR)
+	case !contains(Optimizers, o.Train.Optimizer):
+		return fmt.Errorf("models: unknown optimizer %q (want %s)", o.Train.Optimizer, joinOr(Optimizers))
+	case o.Train.FreezeHyper < 0 || o.Train.FreezeZ < 0:
+		return fmt.Errorf("models: negative freeze (hyper-parameters %d, Z %d)", o.Train.FreezeHyper, o.Train.FreezeZ)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ import (
 // moments of every q(x_i) (4·N·D values) for as long as the model lives.
 type trainState struct {
 	obj    *svi.Objective
-	adam   *solvers.Adam
+	opt    solvers.Optimizer
 	rows   []uint64
 	epochs int
 }
@@ -116,7 +116,7 @@ func (m *Model) Continue(ctx context.Context, train *datasets.Dataset, epochs in
 	}
 	hist, err := solvers.Train(ctx, st.obj, st.obj.SolverParams(), solvers.TrainConfig{
 		N: m.N, BatchSize: st.obj.Batch(), Epochs: epochs, Seed: continueSeed(m.Opts.Train.Seed, st.epochs),
-		Optimizer: st.adam, Progress: cfg.Progress, Callback: cfg.Callback,
+		Optimizer: st.opt, Progress: cfg.Progress, Callback: cfg.Callback,
 		Warnings: warn, MaxIterations: cfg.MaxIterations,
 	})
 	st.epochs += len(hist)

@@ -60,6 +60,7 @@ type Objective struct {
 	targets []float64
 	width   int
 	gbuf    [][]float64
+	frozen  map[*layers.Param]bool
 	seed    uint64
 	// streams survive a rebuild for a new batch size (Continue).
 	streams []*normalStream
@@ -107,7 +108,7 @@ func New(p Parts, train *datasets.Dataset, batch int, seed uint64) (*Objective, 
 func (o *Objective) build(b, d int) error {
 	p := o.parts
 	g := G.NewGraph()
-	*o = Objective{parts: p, seed: o.seed, streams: o.streams, data: o.data, targets: o.targets, width: o.width, g: g, s: layers.NewScope(g), b: b, d: d}
+	*o = Objective{parts: p, seed: o.seed, streams: o.streams, frozen: o.frozen, data: o.data, targets: o.targets, width: o.width, g: g, s: layers.NewScope(g), b: b, d: d}
 	_, width := p.Likelihood.Targets(make([]int, 1), p.C)
 	o.x = newFeed(g, "x", b, d)
 	o.y = newFeed(g, "y", b, width)
@@ -271,6 +272,9 @@ func (o *Objective) Step(b solvers.Batch) (float64, [][]float64, error) {
 			return 0, nil, err
 		}
 		copy(o.gbuf[i], f)
+		if o.frozen[o.params[i]] {
+			clear(o.gbuf[i])
+		}
 	}
 	for _, l := range o.locals {
 		g, err := o.prog.Float64s(l.grad)
@@ -292,6 +296,11 @@ func firstNonFinite(g []float64) float64 {
 	}
 	return 0
 }
+
+// Freeze makes Step report a zero gradient for these parameters (nil:
+// none), which holds them where they are under Adam, Adadelta and L-BFGS
+// started after the freeze.
+func (o *Objective) Freeze(ps map[*layers.Param]bool) { o.frozen = ps }
 
 // LocalParams implements solvers.LocalObjective.
 func (o *Objective) LocalParams() int { return len(o.locals) }
