@@ -80,8 +80,11 @@ func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, er
 	if p, ok := mod.inputs.(inputs.Perturber); ok {
 		p.Perturb(rng)
 	}
-	if mod.Opts.Inference == "ep" {
+	switch mod.Opts.Inference {
+	case "ep":
 		return checkEPGradients(mod, ds, order)
+	case "mf":
+		return checkMFGradients(mod, ds, order, rng)
 	}
 	obj, err := mod.newObjective(ds)
 	if err != nil {
@@ -166,4 +169,25 @@ func checkEPGradients(m *Model, ds *datasets.Dataset, order int) (graph.CheckRep
 		rep.MaxRelErr = math.Max(rep.MaxRelErr, rel)
 	}
 	return rep, nil
+}
+
+// checkMFGradients checks the mean-field bound's gradient in the locations
+// a, the hyper-parameters and Z at random locations.
+func checkMFGradients(m *Model, ds *datasets.Dataset, order int, rng *rand.Rand) (graph.CheckReport, error) {
+	o, err := newMFObjective(m, ds)
+	if err != nil {
+		return graph.CheckReport{}, err
+	}
+	defer o.prog.Close()
+	for i := range o.aData {
+		o.aData[i] = rng.NormFloat64()
+	}
+	if err := o.s.Sync(); err != nil {
+		return graph.CheckReport{}, err
+	}
+	co := graph.CheckOptions{Step: 1e-4, Seed: 1}
+	if order == 2 {
+		return graph.CheckGrad2(o.bound, o.wrt, co)
+	}
+	return graph.CheckGrad(o.bound, o.wrt, co)
 }

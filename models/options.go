@@ -56,7 +56,8 @@ type Options struct {
 	// for one latent function: with the "full" family full EP, with the
 	// "sparse" family EP on the FITC prior, i.e. generalised FITC; kernel
 	// hyper-parameters and Z maximise the EP evidence by L-BFGS, one
-	// iteration per epoch).
+	// iteration per epoch) or "mf" (the SVGP paper's sparse mean-field
+	// bound, probit only).
 	Inference string
 	// EP configures the "ep" engine.
 	EP    EPOptions
@@ -266,7 +267,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("models: %w", err)
 	}
 	if _, ok := engines[o.Inference]; !ok {
-		return fmt.Errorf("models: unknown inference %q (want svi or ep)", o.Inference)
+		return fmt.Errorf("models: unknown inference %q (want svi, ep or mf)", o.Inference)
 	}
 	if d := o.EP.Damping; d < 0 || d > 1 || o.EP.Tol < 0 || o.EP.MaxSweeps < 0 {
 		return fmt.Errorf("models: EP damping %g outside (0, 1], or negative tolerance or sweeps", d)

@@ -1,0 +1,289 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/kernels"
+	"github.com/gpc-dev/gpc/layers/local"
+	"github.com/gpc-dev/gpc/solvers"
+)
+
+// MFSp is the SVGP paper's sparse mean-field model (§3.1): the probit
+// written as a step of g = f + ε, ε ~ N(0, 1), Titsias's bound on g, and a
+// factorised q(g) whose optimal factors are truncated Gaussians with free
+// locations a_n (per-row local parameters).
+func init() {
+	mustRegister(Preset{Name: "mfsp", Summary: "binary sparse mean-field model (truncated-Gaussian q(g_n)), probit",
+		Inputs: "observed", Likelihoods: []string{"probit"}, Posterior: "sparse", Inference: "mf"})
+	engines["mf"] = fitMF
+}
+
+// fitMF maximises the mean-field bound (eq. 12) over the kernel
+// hyper-parameters and Z by L-BFGS, with the locations a optimised in an
+// inner loop at every outer evaluation (warm-started), so that the outer
+// objective is max_a L(a, θ, Z), whose gradient at the inner optimum is the
+// partial one. The fitted q(u) is the Gaussian approximation of the paper's
+// prediction option (ii): N(K_mm P⁻¹ K_mn ḡ, K_mm P⁻¹ K_mm) with
+// P = K_mm + K_mn K_nm and ḡ = E_q[g], the DTC posterior of u given ḡ at
+// unit noise; a test label then has p(y=1) = Φ(μ*/√(1 + σ*²)), the probit
+// likelihood's predictive.
+func fitMF(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
+	if m.Opts.Likelihood.Name != "probit" || m.post.Latent != 1 {
+		return fmt.Errorf("models: the mean-field engine is for the probit likelihood (a step of f plus unit noise), not %s", m.Opts.Likelihood.Name)
+	}
+	if m.Opts.Posterior.Family != "sparse" {
+		return errors.New("models: the mean-field engine needs the sparse posterior family")
+	}
+	o, err := newMFObjective(m, train)
+	if err != nil {
+		return err
+	}
+	if len(o.params) > 0 {
+		_, err = solvers.TrainLBFGS(ctx, o, o.solverParams(), train.N, solvers.LBFGSSettings{MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings})
+		if err != nil && !errors.Is(err, solvers.ErrLineSearch) {
+			return err
+		}
+	}
+	loss, _, err := o.Step(solvers.FullBatch(train.N))
+	if err != nil {
+		return err
+	}
+	if cfg.Callback != nil {
+		if err := cfg.Callback(Epoch{Epoch: 1, Loss: loss, Steps: o.evals, Iterations: o.evals}); err != nil && !errors.Is(err, solvers.ErrStopTraining) {
+			return err
+		}
+	}
+	return o.setPosterior()
+}
+
+// mfObjective is minus the mean-field bound, maximised over a inside Step.
+type mfObjective struct {
+	m          *Model
+	n          int
+	s          *layers.Scope
+	prog       *graph.Program
+	bound      *G.Node
+	a          *local.Param
+	aData      []float64 // the graph input holding a
+	aGrad      *G.Node
+	gbar       *G.Node
+	kzz, kzx   *G.Node
+	params     []*layers.Param
+	grads      G.Nodes
+	gbuf       [][]float64
+	wrt        G.Nodes
+	evals      int
+	innerIters int
+}
+
+func newMFObjective(m *Model, train *datasets.Dataset) (*mfObjective, error) {
+	n := train.N
+	g := G.NewGraph()
+	o := &mfObjective{m: m, n: n, s: layers.NewScope(g), innerIters: 100}
+	o.a = local.New("mf/a", 1, func(*datasets.Dataset, int, []float64) {})
+	o.a.Reset(train)
+	sign := make([]float64, n)
+	for i, y := range train.Y {
+		sign[i] = 2*float64(y) - 1
+	}
+	o.aData = make([]float64, n)
+	aN := graph.Input(g, "mf/a", tensor.Shape{n}, o.aData)
+	sN := graph.Input(g, "mf/s", tensor.Shape{n}, sign)
+	x := graph.Input(g, "mf/x", tensor.Shape{n, train.D}, append([]float64(nil), train.X...))
+	kern, s := m.kernels[0], o.s
+	e := &graph.Chain{}
+	z := e.Do(s.Raw(m.post.Z[0]))
+	jit := e.Do(s.Node(m.post.JitterParam))
+	o.kzz = e.Do(kernels.KZZ(kern, s, z, jit))
+	o.kzx = e.Do(kern.K(s, z, x))
+	kd := e.Do(kernels.KDiag(kern, s, x, jit))
+	lk := e.Do(graph.Cholesky(o.kzz))
+	// P = K_mm + K_mn K_nm; (Q+I)⁻¹ = I − WᵀW with W = L_P⁻¹ K_mn.
+	p := e.Do(G.Add(o.kzz, e.Do(graph.MatMul(o.kzx, o.kzx, false, true))))
+	lp := e.Do(graph.Cholesky(p))
+	w := e.Do(graph.TriSolve(lp, o.kzx, true, false))
+	one := G.NewConstant(1.0)
+	dinv := e.Do(G.Sub(one, e.Do(G.Sum(e.Do(G.Square(w)), 0)))) // σ̃⁻²
+	sdinv := e.Do(G.Sqrt(dinv))
+	alpha := e.Do(G.HadamardProd(e.Do(G.HadamardProd(sN, aN)), sdinv))
+	lam := e.Do(graph.InvMills(alpha))
+	logGamma := e.Do(graph.LogNormCDF(alpha))
+	// ḡ = a + s·σ̃·λ; Var[g]/σ̃² = 1 − λ(λ+α); E(a−g)²/σ̃² = 1 − αλ.
+	o.gbar = e.Do(G.Add(aN, e.Do(G.HadamardDiv(e.Do(G.HadamardProd(sN, lam)), sdinv))))
+	varRatio := e.Do(G.Sub(one, e.Do(G.HadamardProd(lam, e.Do(G.Add(lam, alpha))))))
+	alphaLam := e.Do(G.HadamardProd(alpha, lam))
+	gcol := e.Do(graph.Reshape(o.gbar, tensor.Shape{n, 1}))
+	wg := e.Do(graph.MatMul(w, gcol, false, false))
+	quad := e.Do(G.Sub(e.Do(G.Sum(e.Do(G.Square(o.gbar)))), e.Do(G.Sum(e.Do(G.Square(wg))))))
+	logDet := e.Do(G.Sub(e.Do(graph.LogDetChol(lp)), e.Do(graph.LogDetChol(lk))))
+	ak := e.Do(graph.TriSolve(lk, o.kzx, true, false))
+	trace := e.Do(G.Sub(e.Do(G.Sum(kd)), e.Do(G.Sum(e.Do(G.Square(ak))))))
+	// L = Σ log γ − ½ log|Q+I| − ½[ḡᵀ(Q+I)⁻¹ḡ + Σ Var/σ̃²] + ½ Σ[log σ̃² + 1 − αλ] − ½ tr(K − Q).
+	half := G.NewConstant(0.5)
+	sumTerms := e.Do(G.Sum(e.Do(G.Sub(e.Do(G.Sub(e.Do(G.Sub(one, alphaLam)), e.Do(G.Log(dinv)))), varRatio))))
+	inner := e.Do(G.Sub(e.Do(G.Sub(e.Do(G.Sub(sumTerms, logDet)), quad)), trace))
+	o.bound = e.Do(G.Add(e.Do(G.Sum(logGamma)), e.Do(G.HadamardProd(inner, half))))
+	if e.Err != nil {
+		return nil, fmt.Errorf("models: mean-field bound: %w", e.Err)
+	}
+	want := map[*layers.Param]bool{}
+	for _, p := range m.trainable() {
+		want[p] = true
+	}
+	delete(want, m.post.Mean[0])
+	delete(want, m.post.LRaw[0])
+	wrt := G.Nodes{aN}
+	bound, nodes := s.Trainable()
+	for i, p := range bound {
+		if want[p] {
+			o.params = append(o.params, p)
+			wrt = append(wrt, nodes[i])
+		}
+	}
+	grads, err := graph.Grad(o.bound, wrt...)
+	if err != nil {
+		return nil, fmt.Errorf("models: differentiating the mean-field bound: %w", err)
+	}
+	o.aGrad, o.grads, o.wrt = grads[0], grads[1:], wrt
+	if o.prog, err = graph.Compile(g, append(G.Nodes{o.bound, o.gbar, o.kzz, o.kzx}, grads...)...); err != nil {
+		return nil, err
+	}
+	for _, p := range o.params {
+		o.gbuf = append(o.gbuf, make([]float64, len(p.Data)))
+	}
+	return o, nil
+}
+
+func (o *mfObjective) solverParams() []solvers.Param {
+	ps := make([]solvers.Param, len(o.params))
+	for i, p := range o.params {
+		ps[i] = solvers.Param{Name: p.Name, Data: p.Data}
+	}
+	return ps
+}
+
+// eval runs the graph at locations a and returns the bound.
+func (o *mfObjective) eval(a []float64) (float64, error) {
+	copy(o.aData, a)
+	if err := o.s.Sync(); err != nil {
+		return 0, err
+	}
+	if err := o.prog.Run(); err != nil {
+		return 0, err
+	}
+	return o.prog.Scalar(o.bound)
+}
+
+// Step implements solvers.Objective: the inner loop maximises the bound
+// over a (L-BFGS, warm-started from the last a), then −bound and its
+// gradient in the hyper-parameters and Z at that a.
+func (o *mfObjective) Step(solvers.Batch) (float64, [][]float64, error) {
+	o.evals++
+	res, err := solvers.MinimizeLBFGS(context.Background(), func(a, grad []float64) (float64, error) {
+		l, err := o.eval(a)
+		if err != nil {
+			return 0, err
+		}
+		g, err := o.prog.Float64s(o.aGrad)
+		if err != nil {
+			return 0, err
+		}
+		for i := range grad {
+			grad[i] = -g[i]
+		}
+		return -l, nil
+	}, o.a.Data, solvers.LBFGSSettings{MaxIterations: o.innerIters, GradTol: 1e-8})
+	if err != nil && !errors.Is(err, solvers.ErrLineSearch) {
+		return 0, nil, err
+	}
+	if res.X != nil {
+		copy(o.a.Data, res.X)
+	}
+	l, err := o.eval(o.a.Data)
+	if err != nil {
+		return 0, nil, err
+	}
+	for i, g := range o.grads {
+		v, err := o.prog.Float64s(g)
+		if err != nil {
+			return 0, nil, err
+		}
+		for j := range v {
+			o.gbuf[i][j] = -v[j]
+		}
+	}
+	return -l, o.gbuf, nil
+}
+
+// Jitter implements solvers.Jitterer.
+func (o *mfObjective) Jitter() float64 { return o.m.post.JitterParam.Data[0] }
+
+// SetJitter implements solvers.Jitterer.
+func (o *mfObjective) SetJitter(v float64) error {
+	if !(v > 0) {
+		return errors.New("models: jitter must be positive")
+	}
+	o.m.post.JitterParam.Data[0] = v
+	return nil
+}
+
+// setPosterior stores q(u) = N(K_mm P⁻¹ K_mn ḡ, K_mm P⁻¹ K_mm) from the last
+// evaluation.
+func (o *mfObjective) setPosterior() error {
+	M, n := o.m.post.M, o.n
+	gb, err := o.prog.Float64s(o.gbar)
+	if err != nil {
+		return err
+	}
+	kzzD, err := o.prog.Float64s(o.kzz)
+	if err != nil {
+		return err
+	}
+	kzxD, err := o.prog.Float64s(o.kzx)
+	if err != nil {
+		return err
+	}
+	Kmm := mat.NewDense(M, M, append([]float64(nil), kzzD...))
+	Kmn := mat.NewDense(M, n, append([]float64(nil), kzxD...))
+	P := mat.NewSymDense(M, nil)
+	var kk mat.Dense
+	kk.Mul(Kmn, Kmn.T())
+	for i := 0; i < M; i++ {
+		for j := i; j < M; j++ {
+			P.SetSym(i, j, Kmm.At(i, j)+0.5*(kk.At(i, j)+kk.At(j, i)))
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(P) {
+		return errors.New("models: mean-field: K_mm + K_mn K_nm is not positive definite")
+	}
+	var kg, pinv, mean mat.VecDense
+	kg.MulVec(Kmn, mat.NewVecDense(n, append([]float64(nil), gb...)))
+	if err := ch.SolveVecTo(&pinv, &kg); err != nil {
+		return err
+	}
+	mean.MulVec(Kmm, &pinv)
+	copy(o.m.post.Mean[0].Data, mean.RawVector().Data)
+	var pk mat.Dense
+	if err := ch.SolveTo(&pk, Kmm); err != nil {
+		return err
+	}
+	var S mat.Dense
+	S.Mul(Kmm, &pk)
+	sym := mat.NewSymDense(M, nil)
+	for i := 0; i < M; i++ {
+		for j := i; j < M; j++ {
+			sym.SetSym(i, j, 0.5*(S.At(i, j)+S.At(j, i)))
+		}
+	}
+	return o.m.post.SetL(0, cholOf(sym, M))
+}
