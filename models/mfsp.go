@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/graph"
