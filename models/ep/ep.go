@@ -136,13 +136,20 @@ func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*R
 			}
 			// Rank-one update of Σ for the change of site i's precision,
 			// then μ = Σν̃ (R&W Algorithm 3.5, lines 8–9).
-			for k := 0; k < n; k++ {
-				si[k] = sigma.At(k, i)
+			// On the raw upper triangle: accessors cost more than the
+			// arithmetic in this O(N²)-per-site loop.
+			raw := sigma.RawSymmetric()
+			data, stride := raw.Data, raw.Stride
+			for k := 0; k < i; k++ {
+				si[k] = data[k*stride+i]
 			}
+			copy(si[i:], data[i*stride+i:i*stride+n])
 			c := dTau / (1 + dTau*sii)
 			for a := 0; a < n; a++ {
-				for b := a; b < n; b++ {
-					sigma.SetSym(a, b, sigma.At(a, b)-c*si[a]*si[b])
+				ca := c * si[a]
+				row := data[a*stride+a : a*stride+n]
+				for b, sb := range si[a:] {
+					row[b] -= ca * sb
 				}
 			}
 			mulVec(sigma, sites.Nu, mu)

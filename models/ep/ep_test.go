@@ -147,3 +147,23 @@ func TestProbitEPConvergesAndWarmStarts(t *testing.T) {
 		t.Errorf("parallel damped EP log Z %v, sequential %v", par.LogZ, res.LogZ)
 	}
 }
+
+// BenchmarkProbitEP is one cold EP run on 400 points (a Table 1 size).
+func BenchmarkProbitEP(b *testing.B) {
+	const n = 400
+	K, x := seKernel(n, 3)
+	y := make([]float64, n)
+	for i := range y {
+		y[i] = 1
+		if math.Sin(3*x[i]) < 0 {
+			y[i] = -1
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		res, err := Run(K, y, likelihoods.NewProbit(), NewSites(n), Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Sweeps), "sweeps")
+	}
+}
