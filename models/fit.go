@@ -44,7 +44,7 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if warn == nil {
 		warn = os.Stderr
 	}
-	m.fit = nil
+	m.fit, m.meanSamples = nil, nil
 	if err := m.initialize(train, warn); err != nil {
 		return err
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -76,6 +78,8 @@ type mfObjective struct {
 	aData      []float64 // the graph input holding a
 	aGrad      *G.Node
 	gbar       *G.Node
+	sdinv      *G.Node // 1/σ̃
+	sign       []float64
 	kzz, kzx   *G.Node
 	params     []*layers.Param
 	grads      G.Nodes
@@ -95,6 +99,7 @@ func newMFObjective(m *Model, train *datasets.Dataset) (*mfObjective, error) {
 	for i, y := range train.Y {
 		sign[i] = 2*float64(y) - 1
 	}
+	o.sign = sign
 	o.aData = make([]float64, n)
 	aN := graph.Input(g, "mf/a", tensor.Shape{n}, o.aData)
 	sN := graph.Input(g, "mf/s", tensor.Shape{n}, sign)
@@ -118,6 +123,7 @@ func newMFObjective(m *Model, train *datasets.Dataset) (*mfObjective, error) {
 	lam := e.Do(graph.InvMills(alpha))
 	logGamma := e.Do(graph.LogNormCDF(alpha))
 	// ḡ = a + s·σ̃·λ; Var[g]/σ̃² = 1 − λ(λ+α); E(a−g)²/σ̃² = 1 − αλ.
+	o.sdinv = sdinv
 	o.gbar = e.Do(G.Add(aN, e.Do(G.HadamardDiv(e.Do(G.HadamardProd(sN, lam)), sdinv))))
 	varRatio := e.Do(G.Sub(one, e.Do(G.HadamardProd(lam, e.Do(G.Add(lam, alpha))))))
 	alphaLam := e.Do(G.HadamardProd(alpha, lam))
@@ -154,7 +160,7 @@ func newMFObjective(m *Model, train *datasets.Dataset) (*mfObjective, error) {
 		return nil, fmt.Errorf("models: differentiating the mean-field bound: %w", err)
 	}
 	o.aGrad, o.grads, o.wrt = grads[0], grads[1:], wrt
-	if o.prog, err = graph.Compile(g, append(G.Nodes{o.bound, o.gbar, o.kzz, o.kzx}, grads...)...); err != nil {
+	if o.prog, err = graph.Compile(g, append(G.Nodes{o.bound, o.gbar, o.sdinv, o.kzz, o.kzx}, grads...)...); err != nil {
 		return nil, err
 	}
 	for _, p := range o.params {
@@ -273,6 +279,38 @@ func (o *mfObjective) setPosterior() error {
 	}
 	mean.MulVec(Kmm, &pinv)
 	copy(o.m.post.Mean[0].Data, mean.RawVector().Data)
+	if S := o.m.Opts.Posterior.MeanSamples; S > 0 {
+		// Prediction option (i): draws g ~ q(g) pushed through p(g* | g).
+		// Its mean is linear in g, K_*m P⁻¹ K_mn g = K_*m K_mm⁻¹ m(g) with
+		// m(g) = K_mm P⁻¹ K_mn g, and its variance is the Gaussian
+		// approximation's; so each draw is a q(u) mean m(g_s) sharing the
+		// covariance, and Predict averages the class probabilities over them.
+		sdinv, err := o.prog.Float64s(o.sdinv)
+		if err != nil {
+			return err
+		}
+		std := distuv.Normal{Mu: 0, Sigma: 1, Src: nil}
+		rng := rand.New(rand.NewPCG(o.m.Opts.Train.Seed, 0x3f5a))
+		o.m.meanSamples = make([][]float64, S)
+		gs := mat.NewVecDense(n, nil)
+		for k := range S {
+			for i := 0; i < n; i++ {
+				sd, s := 1/sdinv[i], o.sign[i]
+				alpha := s * o.a.Data[i] / sd
+				// t ~ N(0,1) truncated to s(a + σ̃t) > 0, by inversion.
+				lo := std.CDF(-alpha)
+				u := lo + (1-lo)*rng.Float64()
+				gs.SetVec(i, o.a.Data[i]+sd*s*std.Quantile(u))
+			}
+			var kg, pg, mg mat.VecDense
+			kg.MulVec(Kmn, gs)
+			if err := ch.SolveVecTo(&pg, &kg); err != nil {
+				return err
+			}
+			mg.MulVec(Kmm, &pg)
+			o.m.meanSamples[k] = append([]float64(nil), mg.RawVector().Data...)
+		}
+	}
 	var pk mat.Dense
 	if err := ch.SolveTo(&pk, Kmm); err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -117,5 +119,52 @@ func TestMFSpTrains(t *testing.T) {
 	t.Logf("MFSp: bound %.3f, test error %.3f, NLL %.3f", bound, sc.Error, sc.NLL)
 	if sc.Error > 0.13 || sc.NLL > 0.4 {
 		t.Errorf("MFSp test error %.3f, NLL %.3f on blobs (Bayes error 0.067)", sc.Error, sc.NLL)
+	}
+}
+
+// Prediction option (i) averages over draws of q(g): it stays close to the
+// Gaussian approximation (ii) without equalling it, classifies as well,
+// and survives Save/Load.
+func TestMFSpSampledPrediction(t *testing.T) {
+	train, test := blobs(60, 24), blobs(100, 25)
+	preds := map[int][]float64{}
+	for _, S := range []int{0, 300} {
+		o := opts("mfsp", 6, 20, 60, 5)
+		o.Posterior.MeanSamples = S
+		m, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Fit(context.Background(), train, FitConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := m.Predict(test.X, test.N, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc := Score(p, test.Y, 2); sc.Error > 0.15 {
+			t.Errorf("S = %d: test error %.3f", S, sc.Error)
+		}
+		path := filepath.Join(t.TempDir(), "m.json")
+		if err := m.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Load(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := l.Predict(test.X, test.N, nil)
+		if !slices.Equal(p, q) {
+			t.Errorf("S = %d: predictions changed through Save/Load", S)
+		}
+		preds[S] = p
+	}
+	var maxDiff float64
+	for i := range preds[0] {
+		maxDiff = math.Max(maxDiff, math.Abs(preds[0][i]-preds[300][i]))
+	}
+	t.Logf("largest difference between options (i) and (ii): %.4f", maxDiff)
+	if maxDiff == 0 || maxDiff > 0.2 {
+		t.Errorf("options (i) and (ii) differ by %v at most", maxDiff)
 	}
 }

@@ -30,6 +30,9 @@ type Model struct {
 	kernels []kernels.Kernel
 	post    *variational.Posterior
 	inputs  inputs.Model
+	// meanSamples are draws of q(u)'s mean sharing its covariance: the
+	// prediction averages over them (the mean-field model's option (i)).
+	meanSamples [][]float64
 	// fit is the training state Fit leaves for Continue (nil before Fit
 	// and after Load).
 	fit *trainState

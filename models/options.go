@@ -96,6 +96,10 @@ type PosteriorOptions struct {
 	// Jitter on K_ZZ and k(x,x): 1e-3 for stationary kernels, 1e-10 for the
 	// polynomial one, as in the original code.
 	Jitter float64
+	// MeanSamples > 0 makes the mean-field engine predict by its option (i),
+	// averaging over that many draws of q(g) (default 0: option (ii), the
+	// Gaussian approximation).
+	MeanSamples int
 }
 
 // InputOptions selects the input model and its settings.
@@ -275,6 +279,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.Kernel.Degree < 1:
 		return fmt.Errorf("models: polynomial degree %d", o.Kernel.Degree)
+	case o.Posterior.MeanSamples < 0 || o.Posterior.MeanSamples > 100000:
+		return fmt.Errorf("models: %d mean samples (want 0 to 100000)", o.Posterior.MeanSamples)
 	case o.Posterior.Inducing < 1:
 		return fmt.Errorf("models: %d inducing points", o.Posterior.Inducing)
 	case o.Posterior.Jitter < 0 || math.IsNaN(o.Posterior.Jitter):

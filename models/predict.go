@@ -151,9 +151,12 @@ func (m *Model) Predict(x []float64, n int, noise []float64) ([]float64, error) 
 			}
 		}
 		var probs []float64
-		if sampler != nil {
+		switch {
+		case sampler != nil:
 			probs, err = m.sampleInputs(pg, sampler, x, noise, start, real, rng)
-		} else {
+		case m.meanSamples != nil:
+			probs, err = m.averageMeans(pg)
+		default:
 			probs, err = pg.run()
 		}
 		if err != nil {
@@ -192,6 +195,32 @@ func (m *Model) sampleInputs(pg *testGraph, s inputs.Sampler, x, noise []float64
 	}
 	for j := range acc {
 		acc[j] /= float64(s.Samples())
+	}
+	return acc, nil
+}
+
+// averageMeans averages the probabilities over the stored draws of q(u)'s
+// mean, restoring the mean afterwards.
+func (m *Model) averageMeans(pg *testGraph) ([]float64, error) {
+	mean := m.post.Mean[0].Data
+	keep := append([]float64(nil), mean...)
+	defer copy(mean, keep)
+	var acc []float64
+	for _, s := range m.meanSamples {
+		copy(mean, s)
+		p, err := pg.run()
+		if err != nil {
+			return nil, err
+		}
+		if acc == nil {
+			acc = make([]float64, len(p))
+		}
+		for j := range acc {
+			acc[j] += p[j]
+		}
+	}
+	for j := range acc {
+		acc[j] /= float64(len(m.meanSamples))
 	}
 	return acc, nil
 }

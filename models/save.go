@@ -31,6 +31,8 @@ type savedModel struct {
 	N       int             `json:"n"`
 	M       int             `json:"m"`
 	Params  []savedParam    `json:"params"`
+	// MeanSamples are draws of q(u)'s mean the prediction averages over.
+	MeanSamples [][]float64 `json:"mean_samples,omitempty"`
 }
 
 // Save writes the model to a versioned JSON file: its composition and every
@@ -45,7 +47,7 @@ func (m *Model) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("models: saving %s: %w", path, err)
 	}
-	s := savedModel{Format: "gpc-model", Version: FormatVersion, Options: opts, D: m.D, C: m.C, N: m.N, M: m.post.M}
+	s := savedModel{Format: "gpc-model", Version: FormatVersion, Options: opts, D: m.D, C: m.C, N: m.N, M: m.post.M, MeanSamples: m.meanSamples}
 	for _, p := range m.params() {
 		s.Params = append(s.Params, savedParam{Name: p.Name, Shape: p.Shape, Data: p.Data})
 	}
@@ -143,6 +145,17 @@ func Load(path string, custom *Options) (*Model, error) {
 		}
 		copy(p.Data, sp.Data)
 	}
+	for i, ms := range s.MeanSamples {
+		if len(ms) != m.post.M {
+			return nil, fmt.Errorf("models: %s: mean sample %d has %d values, want %d", path, i, len(ms), m.post.M)
+		}
+		for j, v := range ms {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("models: %s: mean sample %d element %d is %v", path, i, j, v)
+			}
+		}
+	}
+	m.meanSamples = s.MeanSamples
 	return m, nil
 }
 
