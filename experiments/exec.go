@@ -197,21 +197,22 @@ func modelOptions(r Run, nTotal int, seed uint64) models.Options {
 	if b.InducingFrac > 0 {
 		M = min(M, max(1, int(b.InducingFrac*float64(nTotal))))
 	}
-	o := models.Options{
-		Kind: models.Kind(r.Method.Kind), Inducing: M, Kernel: b.Kernel, Degree: b.Degree,
-		Epochs: b.Epochs, Batch: b.Batch, LR: b.LR, Seed: seed, Hidden: b.Hidden, Residual: b.Residual,
-		TestSamples: b.TestSamples, Quadrature: b.Quadrature,
-	}
-	if o.Kind != models.MGP {
-		if st.LearnNoise {
-			o.LearnNoise = true
-			o.NoiseInit = st.NoiseInit
-			if o.NoiseInit == 0 {
-				o.NoiseInit = 0.1
-			}
-		} else {
-			o.NoiseVar = math.Max(st.Noise, givenNoiseFloor)
+	o := methodOptions(r.Method)
+	o.Posterior.Inducing = M
+	o.Kernel = models.KernelOptions{Name: b.Kernel, Degree: b.Degree}
+	o.Likelihood.Quadrature = b.Quadrature
+	o.Train = models.TrainOptions{Epochs: b.Epochs, Batch: b.Batch, LR: b.LR, Seed: seed}
+	o.Inputs.Hidden, o.Inputs.Residual, o.Inputs.TestSamples = b.Hidden, b.Residual, b.TestSamples
+	// The noise settings reach every model; an input model without a noise
+	// part ignores them.
+	if st.LearnNoise && r.Method.Variant != "sampling" {
+		o.Inputs.Noise.Learn = true
+		o.Inputs.Noise.Init = st.NoiseInit
+		if o.Inputs.Noise.Init == 0 {
+			o.Inputs.Noise.Init = 0.1
 		}
+	} else {
+		o.Inputs.Noise.Var = math.Max(st.Noise, givenNoiseFloor)
 	}
 	return o
 }
@@ -253,41 +254,22 @@ func floorNoise(ds *datasets.Dataset) *datasets.Dataset {
 func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Dataset, nTotal int, keep bool) (*Result, *models.Model, error) {
 	seed := e.spec.seedFor(r.Split) + 1
 	o := modelOptions(r, nTotal, seed)
-	givenNoise := o.Kind != models.MGP && !o.LearnNoise
-	if givenNoise {
-		train, test = floorNoise(train), floorNoise(test)
-	}
 	var cfg models.FitConfig
 	epochs := 0
 	cfg.Warnings = io.Discard
-	switch r.Method.Variant {
-	case "augmented":
+	cfg.Callback = func(models.Epoch) error { epochs++; return nil }
+	if r.Method.Variant == "augmented" {
 		train = augment(train, r.Setting.Noise, seed)
-	case "sampling":
-		// MGP (sampling) draws each mini-batch's inputs from N(x̃_i, V).
-		// Every point is in exactly one batch per epoch, so redrawing all
-		// inputs before each epoch is the same thing. The model reads the
-		// training inputs from train.X by reference, so redrawing in place
-		// between epochs works; see resample.
-		train = train.Clone()
-		orig := slices.Clone(train.X)
-		rng := rand.New(rand.NewPCG(seed, 0x5a3))
-		resample(train.X, orig, r.Setting.Noise, rng)
-		cfg.Callback = func(models.Epoch) error {
-			epochs++
-			resample(train.X, orig, r.Setting.Noise, rng)
-			return nil
-		}
-	}
-	if cfg.Callback == nil {
-		cfg.Callback = func(models.Epoch) error { epochs++; return nil }
 	}
 	// The step floor needs the size of the set actually trained on (MGP
 	// (aug.) triples it), so it is applied here rather than in budgetFor.
-	o.Epochs = epochsWithFloor(o.Epochs, r.Budget.MinSteps, train.N, o.Batch)
+	o.Train.Epochs = epochsWithFloor(o.Train.Epochs, r.Budget.MinSteps, train.N, o.Train.Batch)
 	m, err := models.New(o)
 	if err != nil {
 		return nil, nil, err
+	}
+	if m.UsesGivenNoise() {
+		train, test = floorNoise(train), floorNoise(test)
 	}
 	t0 := time.Now()
 	if err := m.Fit(ctx, train, cfg); err != nil {
@@ -305,7 +287,7 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 func (e *env) score(m *models.Model, train, test *datasets.Dataset, secs float64, epochs int) (*Result, error) {
 	o := m.Opts
 	var testNoise []float64
-	if o.Kind != models.MGP && !o.LearnNoise {
+	if m.UsesGivenNoise() {
 		testNoise = test.Noise
 	}
 	probs, err := m.Predict(test.X, test.N, testNoise)
@@ -315,13 +297,13 @@ func (e *env) score(m *models.Model, train, test *datasets.Dataset, secs float64
 	sc := models.Score(probs, test.Y, test.C)
 	res := &Result{
 		Error: sc.Error, NLL: sc.NLL, Seconds: secs, Epochs: epochs,
-		NTrain: train.N, NTest: test.N, D: train.D, C: train.C, Inducing: o.Inducing,
+		NTrain: train.N, NTest: test.N, D: train.D, C: train.C, Inducing: o.Posterior.Inducing,
 	}
 	if epochs > 0 {
 		res.SecondsPerEpoch = secs / float64(epochs)
 	}
 	if e.spec.Protocol.Uncertainty == "bootstrap" {
-		res.PointNLL, res.PointErr = pointLosses(probs, test.Y, test.C)
+		res.PointNLL, res.PointErr = models.PointLosses(probs, test.Y, test.C)
 	}
 	if test.C <= 10 {
 		res.Confusion = confusion(probs, test.Y, test.C)
@@ -341,7 +323,7 @@ func (e *env) score(m *models.Model, train, test *datasets.Dataset, secs float64
 // continueAndScore trains m for epochs more epochs on train, which extends
 // the data set m was trained on (models.Model.Continue), and scores it.
 func (e *env) continueAndScore(ctx context.Context, m *models.Model, train, test *datasets.Dataset, epochs int) (*Result, error) {
-	if m.Opts.Kind != models.MGP && !m.Opts.LearnNoise {
+	if m.UsesGivenNoise() {
 		train, test = floorNoise(train), floorNoise(test)
 	}
 	done := 0
@@ -351,14 +333,6 @@ func (e *env) continueAndScore(ctx context.Context, m *models.Model, train, test
 		return nil, err
 	}
 	return e.score(m, train, test, time.Since(t0).Seconds(), done)
-}
-
-// resample sets x = orig + N(0, v) elementwise.
-func resample(x, orig []float64, v float64, rng *rand.Rand) {
-	sd := math.Sqrt(v)
-	for i := range x {
-		x[i] = orig[i] + sd*rng.NormFloat64()
-	}
 }
 
 // augment is MGP (aug.): the training set plus two copies with extra noise
@@ -373,19 +347,6 @@ func augment(train *datasets.Dataset, v float64, seed uint64) *datasets.Dataset 
 	out.Y = slices.Concat(train.Y, a.Y, b.Y)
 	out.Noise = nil
 	return out
-}
-
-// pointLosses returns each test point's NLL and 0/1 error.
-func pointLosses(probs []float64, y []int, c int) (nll, errs []float64) {
-	nll, errs = make([]float64, len(y)), make([]float64, len(y))
-	for i, yi := range y {
-		row := probs[i*c : (i+1)*c]
-		nll[i] = -math.Log(math.Max(row[yi], 1e-300))
-		if argmax(row) != yi {
-			errs[i] = 1
-		}
-	}
-	return nll, errs
 }
 
 func argmax(row []float64) int {
@@ -435,7 +396,7 @@ func toyCurve(m *models.Model, r Run, sp *split) (*Curve, error) {
 		noise[i] = math.Max(sp.toy.NoiseVar, givenNoiseFloor)
 	}
 	var given []float64
-	if r.Method.Kind != "mgp" && !r.Setting.LearnNoise {
+	if m.UsesGivenNoise() {
 		given = noise
 	}
 	p, err := m.Predict(x, n, given)
@@ -444,7 +405,7 @@ func toyCurve(m *models.Model, r Run, sp *split) (*Curve, error) {
 	}
 	c := &Curve{X: x, P: columns(p, n, grid.C), Bayes: columns(sp.toy.BayesPredictive(grid), n, grid.C),
 		TrainX: sp.train.X, TrainY: sp.train.Y}
-	if r.Method.Kind == "nimgp-fo" {
+	if methodInputs(r.Method) == "first-order" {
 		// Figure 1: the latent marginals at the grid, with the first-order
 		// term Δ (for the same noise variances as the prediction above) and
 		// without it (v − Δ).
@@ -547,7 +508,7 @@ func (e *env) activeRun(ctx context.Context, r Run) (*Result, error) {
 		pick := rng.IntN(pool.N)
 		if st.Selection == "entropy" {
 			var noise []float64
-			if rr.Method.Kind != "mgp" && !st.LearnNoise {
+			if m.UsesGivenNoise() {
 				noise = floorNoise(pool).Noise
 			}
 			p, err := m.Predict(pool.X, pool.N, noise)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,7 +50,7 @@ func TestSpecPaperValuesComplete(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tb := range s.Tables {
-			if len(tb.Paper) == 0 || (tb.Kind != "" && tb.Kind != "results") {
+			if len(tb.Paper) == 0 || !slices.Contains([]string{"", "results"}, tb.Kind) {
 				continue
 			}
 			rp := &reporter{s: s}

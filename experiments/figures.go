@@ -97,7 +97,7 @@ func (rp *reporter) savePanels(name string, panels [][]*plot.Plot, w, h vg.Lengt
 // firstCurve returns the split-0 curve of a method kind.
 func (rp *reporter) firstCurve(kind string) (Method, *Curve) {
 	for _, m := range rp.s.Methods {
-		if m.Kind != kind && m.Name != kind {
+		if m.Model != kind && m.Name != kind {
 			continue
 		}
 		for _, r := range rp.results {
@@ -337,7 +337,7 @@ func (rp *reporter) figNoiseHist(name string) error {
 		}
 		var row []*plot.Plot
 		for _, m := range rp.s.Methods {
-			if m.Kind == "mgp" {
+			if methodInputs(m) == "observed" {
 				continue
 			}
 			var vals plotter.Values

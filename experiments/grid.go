@@ -183,10 +183,13 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 	if st.NTrain > 0 {
 		b.NTrain = st.NTrain
 	}
-	if m.Kind != "nimgp-nn" {
+	// Settings a method's input model does not read stay out of its run key.
+	switch methodInputs(m) {
+	case "amortised":
+	case "latent":
 		b.Hidden, b.Residual = nil, false
-	}
-	if m.Kind != "nimgp" && m.Kind != "nimgp-nn" {
+	default:
+		b.Hidden, b.Residual = nil, false
 		b.TestSamples = 0
 	}
 	return b

@@ -29,6 +29,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/models"
 )
 
 // Spec is one experiment specification (one YAML file). Every field maps
@@ -160,8 +161,15 @@ type Setting struct {
 type Method struct {
 	// Name is the display name used in tables (MGP, NIMGP_NN, …).
 	Name string `yaml:"name" json:"name"`
-	// Kind is the model: mgp, nimgp, nimgp-nn or nimgp-fo.
-	Kind string `yaml:"kind" json:"kind"`
+	// Model is a preset (models.PresetNames: mgp, nimgp, nimgp-nn,
+	// nimgp-fo, svgp, …), or empty when the parts below define the model.
+	Model string `yaml:"model" json:"kind"`
+	// Kind is the older name of Model, still accepted.
+	Kind string `yaml:"kind" json:"-"`
+	// Likelihood and Inputs name parts explicitly (a registered likelihood
+	// and input model); with a preset they must be ones it accepts.
+	Likelihood string `yaml:"likelihood" json:"likelihood,omitempty"`
+	Inputs     string `yaml:"inputs" json:"inputs,omitempty"`
 	// Variant modifies MGP's training data: augmented or sampling (T11/T12).
 	Variant string `yaml:"variant" json:"variant"`
 	// Overrides of Training (zero: inherit).
@@ -232,7 +240,6 @@ type Quick struct {
 // Families, kinds and names the validator accepts.
 var (
 	families     = []string{"toy1d", "synthetic", "uci", "mnist", "astro", "active"}
-	methodKinds  = []string{"mgp", "nimgp", "nimgp-nn", "nimgp-fo"}
 	variants     = []string{"", "augmented", "sampling"}
 	tableKinds   = []string{"", "results", "confusion", "data", "params"}
 	tableMetrics = []string{"nll", "error", "seconds_per_epoch", "learned_noise"}
@@ -294,7 +301,7 @@ func wholeNumbers(file string, n *yaml.Node, t reflect.Type) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if n.Kind == yaml.DocumentNode {
+	if isNode(n, yaml.DocumentNode) {
 		for _, c := range n.Content {
 			if err := wholeNumbers(file, c, t); err != nil {
 				return err
@@ -305,14 +312,14 @@ func wholeNumbers(file string, n *yaml.Node, t reflect.Type) error {
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
+		if isNode(n, yaml.ScalarNode) && n.Tag == "!!float" {
 			if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
 				return &SpecError{File: file, Line: n.Line, Column: n.Column,
 					Msg: fmt.Sprintf("%s must be a whole number", n.Value)}
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		if n.Kind == yaml.SequenceNode {
+		if isNode(n, yaml.SequenceNode) {
 			for _, c := range n.Content {
 				if err := wholeNumbers(file, c, t.Elem()); err != nil {
 					return err
@@ -320,7 +327,7 @@ func wholeNumbers(file string, n *yaml.Node, t reflect.Type) error {
 			}
 		}
 	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
+		if !isNode(n, yaml.MappingNode) {
 			return nil
 		}
 		fields := map[string]reflect.Type{}
@@ -352,7 +359,7 @@ func (s *Spec) errAt(path []any, format string, args ...any) error {
 		return e
 	}
 	n := s.root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+	if isNode(n, yaml.DocumentNode) && len(n.Content) > 0 {
 		n = n.Content[0]
 	}
 	e.Line, e.Column = n.Line, n.Column
@@ -360,7 +367,7 @@ func (s *Spec) errAt(path []any, format string, args ...any) error {
 		var next *yaml.Node
 		switch k := p.(type) {
 		case string:
-			if n.Kind == yaml.MappingNode {
+			if isNode(n, yaml.MappingNode) {
 				for i := 0; i+1 < len(n.Content); i += 2 {
 					if n.Content[i].Value == k {
 						next = n.Content[i+1]
@@ -369,7 +376,7 @@ func (s *Spec) errAt(path []any, format string, args ...any) error {
 				}
 			}
 		case int:
-			if n.Kind == yaml.SequenceNode && k < len(n.Content) {
+			if isNode(n, yaml.SequenceNode) && k < len(n.Content) {
 				next = n.Content[k]
 			}
 		}
@@ -484,21 +491,29 @@ func (s *Spec) validate() error {
 		return s.errAt([]any{"methods"}, "no methods")
 	}
 	mseen := map[string]bool{}
-	for i, m := range s.Methods {
+	for i := range s.Methods {
+		m := &s.Methods[i]
 		at := []any{"methods", i}
+		if len(m.Kind) > 0 { // the old key
+			if m.Model != "" && m.Model != m.Kind {
+				return s.errAt(append(at, "kind"), "method gives model %q and kind %q; kind is the old name of model, give one", m.Model, m.Kind)
+			}
+			m.Model, m.Kind = m.Kind, ""
+		}
 		switch {
 		case m.Name == "":
 			return s.errAt(at, "method without name")
 		case mseen[m.Name]:
 			return s.errAt(append(at, "name"), "duplicate method %q", m.Name)
-		case !slices.Contains(methodKinds, m.Kind):
-			return s.errAt(append(at, "kind"), "method kind %q: want one of %s", m.Kind, strings.Join(methodKinds, ", "))
 		case !slices.Contains(variants, m.Variant):
 			return s.errAt(append(at, "variant"), "variant %q: want augmented or sampling", m.Variant)
-		case m.Variant != "" && m.Kind != "mgp":
-			return s.errAt(append(at, "variant"), "variant %q applies to kind mgp only", m.Variant)
+		case m.Variant != "" && methodInputs(*m) != "observed":
+			return s.errAt(append(at, "variant"), "variant %q applies to models with observed inputs only (this one has %s inputs)", m.Variant, methodInputs(*m))
 		case m.LR < 0 || m.Epochs < 0 || m.Batch < 0 || m.TestSamples < 0:
 			return s.errAt(at, "negative training override")
+		}
+		if _, err := models.New(methodOptions(*m)); err != nil {
+			return s.errAt(append(at, "model"), "method %s: %v", m.Name, err)
 		}
 		mseen[m.Name] = true
 	}
@@ -549,7 +564,7 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 	if !slices.Contains(tableKinds, tb.Kind) {
 		return s.errAt(append(at, "kind"), "table kind %q: want results, confusion, data or params", tb.Kind)
 	}
-	if (tb.Kind == "" || tb.Kind == "results") && !slices.Contains(tableMetrics, tb.Metric) {
+	if slices.Contains([]string{"", "results"}, tb.Kind) && !slices.Contains(tableMetrics, tb.Metric) {
 		return s.errAt(append(at, "metric"), "metric %q: want one of %s", tb.Metric, strings.Join(tableMetrics, ", "))
 	}
 	for j, st := range tb.Settings {
@@ -587,7 +602,7 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 			return s.errAt(append(rat, "dataset"), "table %s: paper row names unknown data set %q", tb.ID, r.Dataset)
 		}
 		for k, v := range r.Values {
-			if tb.Kind != "params" {
+			if !strings.EqualFold(tb.Kind, "params") {
 				if _, _, ok := parsePaperValue(v); !ok && v != "-" {
 					return s.errAt(append(rat, "values", k), "table %s: cannot read paper value %q (want mean±err, mean or -)", tb.ID, v)
 				}
@@ -697,3 +712,33 @@ func filterNames(what string, want []string, names []string) (keep []bool, err e
 	}
 	return keep, nil
 }
+
+// methodOptions is the composition a method names (no budget yet).
+func methodOptions(m Method) models.Options {
+	o := models.Options{Model: m.Model}
+	o.Likelihood.Name = m.Likelihood
+	o.Inputs.Model = m.Inputs
+	if m.Variant == "sampling" {
+		// MGP (sampling): the observed-input model trained on inputs redrawn
+		// from N(x̃, V) at every step, composed from parts.
+		o.Model, o.Inputs.Model = "", "sampled"
+		if o.Likelihood.Name == "" {
+			o.Likelihood.Name = "robustmax"
+		}
+	}
+	return o
+}
+
+// methodInputs is the input model a method's model has.
+func methodInputs(m Method) string {
+	if m.Inputs != "" {
+		return m.Inputs
+	}
+	if p, ok := models.LookupPreset(m.Model); ok {
+		return p.Inputs
+	}
+	return "observed"
+}
+
+// isNode reports whether n is a YAML node of kind k.
+func isNode(n *yaml.Node, k yaml.Kind) bool { return n.Kind&k != 0 }

@@ -6,10 +6,10 @@ package models
 // 2007); hyper-parameters and Z maximise the EP evidence. SVGP-KL is the
 // non-sparse variational Gaussian (Z = X held fixed), the paper's "KL".
 func init() {
-	mustRegister(Preset{Name: "ep", Summary: "binary expectation propagation on the full GP prior (probit)",
+	mustRegister(Preset{Name: "ep", Order: 2.4, Summary: "binary expectation propagation on the full GP prior (probit)",
 		Inputs: "observed", Likelihoods: []string{"probit"}, Posterior: "full", Inference: "ep"})
-	mustRegister(Preset{Name: "ep-fitc", Summary: "binary EP on the FITC prior with M inducing inputs (generalised FITC)",
+	mustRegister(Preset{Name: "ep-fitc", Order: 2.5, Summary: "binary EP on the FITC prior with M inducing inputs (generalised FITC)",
 		Inputs: "observed", Likelihoods: []string{"probit"}, Posterior: "sparse", Inference: "ep"})
-	mustRegister(Preset{Name: "svgp-kl", Summary: "binary non-sparse variational Gaussian (Z = X fixed), probit or logit",
+	mustRegister(Preset{Name: "svgp-kl", Order: 2.2, Summary: "binary non-sparse variational Gaussian (Z = X fixed), probit or logit",
 		Inputs: "observed", Likelihoods: []string{"probit", "logit"}, Posterior: "full"})
 }

@@ -224,3 +224,17 @@ func (m *Model) averageMeans(pg *testGraph) ([]float64, error) {
 	}
 	return acc, nil
 }
+
+// SetTestSamples sets the number of draws of the noiseless test inputs that
+// predictions average over, for input models that sample them; for others
+// it does nothing (their predictions are closed form).
+func (m *Model) SetTestSamples(n int) error {
+	if n < 1 {
+		return fmt.Errorf("models: %d test samples", n)
+	}
+	m.Opts.Inputs.TestSamples = n
+	if s, ok := m.inputs.(inputs.Sampler); ok {
+		s.SetSamples(n)
+	}
+	return nil
+}

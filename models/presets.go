@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -23,6 +24,9 @@ type Preset struct {
 	Posterior string
 	// Inference is the engine ("svi" if empty).
 	Inference string
+	// Order places the preset in listings (the papers' order: 1.x the
+	// noisy-input paper, 2.x the SVGP paper, …); ties keep registration order.
+	Order float64
 }
 
 var (
@@ -50,6 +54,7 @@ func RegisterPreset(p Preset) error {
 		}
 	}
 	presets = append(presets, p)
+	sort.SliceStable(presets, func(i, j int) bool { return presets[i].Order < presets[j].Order })
 	return nil
 }
 

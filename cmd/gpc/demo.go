@@ -33,12 +33,15 @@ const (
 )
 
 // paperTable1 holds the paper's Table 1 (test error, test NLL).
-var paperTable1 = map[models.Kind][2]float64{
-	models.MGP:     {0.125, 0.884},
-	models.NIMGP:   {0.129, 0.286},
-	models.NIMGPNN: {0.125, 0.347},
-	models.NIMGPFO: {0.128, 0.495},
+var paperTable1 = map[string][2]float64{
+	"mgp":      {0.125, 0.884},
+	"nimgp":    {0.129, 0.286},
+	"nimgp-nn": {0.125, 0.347},
+	"nimgp-fo": {0.128, 0.495},
 }
+
+// demoModels are the noisy-input paper's models, in its order.
+var demoModels = []string{"mgp", "nimgp", "nimgp-nn", "nimgp-fo"}
 
 // demoRow is one line of the demo's table.
 type demoRow struct {
@@ -54,7 +57,7 @@ type demoArgs struct {
 	epochs, samples int
 	seed            uint64
 	out             string
-	kinds           []models.Kind
+	kinds           []string
 	quiet           bool
 }
 
@@ -99,13 +102,13 @@ noise-aware models' NLL is far below MGP's. Use --epochs to train longer.`, demo
 }
 
 // parseKinds parses "all" or a comma-separated list of models.
-func parseKinds(s string) ([]models.Kind, error) {
+func parseKinds(s string) ([]string, error) {
 	if s == "all" {
-		return models.Kinds, nil
+		return demoModels, nil
 	}
-	var out []models.Kind
+	var out []string
 	for _, name := range strings.Split(s, ",") {
-		k, err := parseKind(strings.TrimSpace(name))
+		k, err := parseModel(strings.TrimSpace(name))
 		if err != nil {
 			return nil, err
 		}
@@ -143,10 +146,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, k := range a.kinds {
 		logf("%-9s ", k)
 		st := time.Now()
-		m, err := models.New(models.Options{
-			Kind: k, Inducing: demoInducing, Batch: demoBatch, LR: demoLR, Epochs: a.epochs,
-			NoiseVar: demoNoiseVar, TestSamples: a.samples, Seed: a.seed,
-		})
+		o := models.Options{Model: k, Posterior: models.PosteriorOptions{Inducing: demoInducing},
+			Train: models.TrainOptions{Batch: demoBatch, LR: demoLR, Epochs: a.epochs, Seed: a.seed}}
+		o.Inputs.Noise.Var, o.Inputs.TestSamples = demoNoiseVar, a.samples
+		m, err := models.New(o)
 		if err != nil {
 			return err
 		}
@@ -164,7 +167,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("predicting with %s: %w", k, err)
 		}
 		s := models.Score(p, test.Y, test.C)
-		row := demoRow{Model: string(k), Error: s.Error, NLL: s.NLL, KL: meanKL(bayes, p, test.N, test.C), Seconds: time.Since(st).Seconds()}
+		row := demoRow{Model: k, Error: s.Error, NLL: s.NLL, KL: meanKL(bayes, p, test.N, test.C), Seconds: time.Since(st).Seconds()}
 		row.Paper, row.HasPaper = paperTable1[k]
 		rows = append(rows, row)
 		logf(" %.1f s (training %.1f s, prediction %.1f s)\n", row.Seconds, fitSec, row.Seconds-fitSec)

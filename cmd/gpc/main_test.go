@@ -88,7 +88,7 @@ func TestUsageErrors(t *testing.T) {
 		{"flag before command", []string{"--model", "mgp"}, "before a command"},
 		{"missing --train", []string{"train", "--model", "mgp", "--out", out}, "--train FILE.csv is required"},
 		{"missing --out", []string{"train", "--train", train, "--model", "mgp"}, "--out MODEL.json is required"},
-		{"missing --model", []string{"train", "--train", train, "--out", out}, "--model is required"},
+		{"missing --model", []string{"train", "--train", train, "--out", out}, "give --model"},
 		{"unknown model", []string{"train", "--train", train, "--out", out, "--model", "svm"}, `unknown model "svm"`},
 		{"unknown flag", with("--bogus"), "flag provided but not defined: -bogus"},
 		{"stray argument", with("extra.csv"), `unexpected argument "extra.csv"`},
@@ -397,16 +397,15 @@ func TestTrainProgress(t *testing.T) {
 	}
 }
 
+// The demo's own numbers, not the paper's constants it prints: after a
+// short training every model beats chance (error 2/3, NLL ln 3) on the toy
+// problem, no model beats the Bayes-optimal predictive by more than noise,
+// and the CSV matches the table.
 func TestDemoSmall(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := gpc(t, "demo", "--epochs", "1", "--models", "mgp,nimgp-fo", "--out", dir, "--quiet")
+	code, stdout, stderr := gpc(t, "demo", "--epochs", "8", "--models", "mgp,nimgp-fo", "--out", dir, "--quiet")
 	if code != 0 {
 		t.Fatalf("status %d, stderr %q", code, stderr)
-	}
-	for _, w := range []string{"bayes-optimal", "mgp", "nimgp-fo", "0.884", "0.495", "KL to Bayes"} {
-		if !strings.Contains(stdout, w) {
-			t.Errorf("table does not contain %q:\n%s", w, stdout)
-		}
 	}
 	f, err := os.Open(filepath.Join(dir, demoTableFile))
 	if err != nil {
@@ -414,8 +413,32 @@ func TestDemoSmall(t *testing.T) {
 	}
 	defer f.Close()
 	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(recs) != 4 || recs[0][0] != "model" || recs[2][0] != "mgp" {
+	if err != nil || len(recs) != 4 || recs[0][0] != "model" {
 		t.Fatalf("demo CSV %v, %v", recs, err)
+	}
+	num := func(r []string, j int) float64 {
+		v, err := strconv.ParseFloat(r[j], 64)
+		if err != nil {
+			t.Fatalf("row %v column %d: %v", r, j, err)
+		}
+		return v
+	}
+	bayes := recs[1]
+	if bayes[0] != "bayes-optimal" {
+		t.Fatalf("first row %v, want the Bayes-optimal predictive", bayes)
+	}
+	for _, r := range recs[2:] {
+		e, nll, kl := num(r, 1), num(r, 2), num(r, 3)
+		t.Logf("%s: error %.3f, NLL %.3f, KL %.3f (Bayes: %s, %s)", r[0], e, nll, kl, bayes[1], bayes[2])
+		if !(e < 0.5) || !(nll < math.Log(3)) {
+			t.Errorf("%s: error %v, NLL %v: no better than chance (2/3, %.3f)", r[0], e, nll, math.Log(3))
+		}
+		if !(kl >= 0) || !(nll > num(bayes, 2)-0.05) {
+			t.Errorf("%s: KL %v to Bayes, NLL %v below the Bayes-optimal %v", r[0], kl, nll, num(bayes, 2))
+		}
+		if !strings.Contains(stdout, fmt.Sprintf("%.3f", nll)) {
+			t.Errorf("table does not show %s's NLL %.3f:\n%s", r[0], nll, stdout)
+		}
 	}
 }
 
@@ -432,5 +455,53 @@ func TestCheckGradAndBench(t *testing.T) {
 	code, stdout, stderr = gpc(t, "bench", "--model", "mgp", "--iters", "1")
 	if code != 0 || !strings.Contains(stdout, "ms/iter") {
 		t.Errorf("bench: status %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
+// binaryBlobs is two separated clouds labelled 0/1.
+func binaryBlobs(n int, seed uint64) string {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var b strings.Builder
+	b.WriteString("x1,x2,label\n")
+	for i := 0; i < n; i++ {
+		c := i % 2
+		fmt.Fprintf(&b, "%.4f,%.4f,%d\n", 3*float64(c)+rng.NormFloat64(), rng.NormFloat64(), c)
+	}
+	return b.String()
+}
+
+// The binary models train from a 0/1 CSV and predict with error and NLL;
+// a likelihood a preset does not take is a usage error before any data is
+// read, and a binary likelihood refuses three classes naming the file.
+func TestBinaryModels(t *testing.T) {
+	dir := t.TempDir()
+	train := writeFile(t, dir, "train.csv", binaryBlobs(100, 1))
+	test := writeFile(t, dir, "test.csv", binaryBlobs(100, 2))
+	for _, c := range [][]string{{"svgp", "probit"}, {"svgp", "logit"}, {"ep", ""}, {"mfsp", ""}} {
+		model := filepath.Join(dir, c[0]+c[1]+".json")
+		args := []string{"train", "--train", train, "--model", c[0], "--out", model, "--epochs", "30", "--inducing", "8", "--quiet"}
+		if c[1] != "" {
+			args = append(args, "--likelihood", c[1])
+		}
+		if code, _, stderr := gpc(t, args...); code != 0 {
+			t.Fatalf("%v: status %d, %s", c, code, stderr)
+		}
+		code, stdout, stderr := gpc(t, "predict", "--model", model, "--input", test, "--labeled", "--out", filepath.Join(dir, "p.csv"))
+		if code != 0 {
+			t.Fatalf("%v predict: status %d, %s", c, code, stderr)
+		}
+		var s predictScores
+		if err := json.Unmarshal([]byte(stdout), &s); err != nil || s.N != 100 || s.Error > 0.15 || s.NLL > 0.5 {
+			t.Errorf("%v: scores %s (%v)", c, stdout, err)
+		}
+	}
+	code, _, stderr := gpc(t, "train", "--train", filepath.Join(dir, "missing.csv"), "--model", "mgp", "--likelihood", "probit", "--out", filepath.Join(dir, "x.json"))
+	if code != 2 || !strings.Contains(stderr, "model mgp takes the robustmax likelihood, not probit") {
+		t.Errorf("mgp with probit: status %d, %q", code, stderr)
+	}
+	three := writeFile(t, dir, "three.csv", blobs(30, 3, true, true))
+	code, _, stderr = gpc(t, "train", "--train", three, "--model", "svgp", "--out", filepath.Join(dir, "x.json"), "--quiet")
+	if code == 0 || !strings.Contains(stderr, three) || !strings.Contains(stderr, "for 2 classes, but the data have 3") {
+		t.Errorf("svgp on 3 classes: status %d, %q", code, stderr)
 	}
 }

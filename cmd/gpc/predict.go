@@ -83,7 +83,9 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if a.samples > 0 {
-		m.Opts.TestSamples = a.samples
+		if err := m.SetTestSamples(a.samples); err != nil {
+			return usagef("--test-samples: %v", err)
+		}
 	}
 	ds, err := readInputs(a.input, a.labeled, m.D, m.C)
 	if err != nil {
@@ -95,7 +97,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if noise, err = datasets.ReadNoiseCSV(a.noise.file, ds.N, ds.D); err != nil {
 			return err
 		}
-		if m.Opts.Kind != models.MGP {
+		if m.InputNoise() != nil {
 			for k, v := range noise {
 				if v == 0 {
 					return fmt.Errorf("%s: data row %d, column %d: noise variance 0; predictions need positive variances", a.noise.file, k/ds.D+1, k%ds.D+1)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/layers/inputs"
+	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models"
 )
 
@@ -88,53 +90,64 @@ func parseHidden(s string) ([]int, error) {
 	return out, nil
 }
 
-// parseKind checks a --model value.
-func parseKind(s string) (models.Kind, error) {
-	if s == "" {
-		return "", usagef("--model is required (one of %s)", kindList())
-	}
-	for _, k := range models.Kinds {
-		if string(k) == s {
+// parseModel checks a --model value: a registered preset.
+func parseModel(s string) (string, error) {
+	for _, k := range models.PresetNames() {
+		if k == s {
 			return k, nil
 		}
 	}
-	return "", usagef("unknown model %q (want one of %s)", s, kindList())
+	return "", usagef("unknown model %q (want one of %s)", s, modelList())
 }
 
-func kindList() string {
-	names := make([]string, len(models.Kinds))
-	for i, k := range models.Kinds {
-		names[i] = string(k)
+func modelList() string { return strings.Join(models.PresetNames(), ", ") }
+
+// modelHelp lists the presets with their summaries, for help texts.
+func modelHelp() string {
+	var b strings.Builder
+	for _, p := range models.Presets() {
+		fmt.Fprintf(&b, "  %-9s %s\n", p.Name, p.Summary)
 	}
-	return strings.Join(names, ", ")
+	return b.String()
 }
 
-var kernelNames = []string{"se", "poly", "matern32", "matern52", "linear"}
+var kernelNames = models.KernelNames
 
 // trainArgs is the parsed command line of gpc train.
 type trainArgs struct {
 	train, out string
 	opts       models.Options
+	model      *models.Model
 	noise      noiseSpec
 	quiet      bool
 }
 
 func parseTrain(args []string, stdout io.Writer) (*trainArgs, error) {
 	f := newFlags("train",
-		"gpc train --train FILE.csv --model mgp|nimgp|nimgp-nn|nimgp-fo --out MODEL.json [flags]",
+		"gpc train --train FILE.csv --model NAME | --likelihood L [--inputs I] --out MODEL.json [flags]",
 		`Train a classifier on FILE.csv (comma-separated, optional header, integer
 class label 0..C−1 in the last column) and save it as JSON. Progress goes to
 standard error. Ctrl-C stops training without writing a model.
 
+A model is a preset or a composition of parts: --likelihood (`+strings.Join(likelihoods.Names(), ", ")+`),
+--inputs (`+strings.Join(inputs.Names(), ", ")+`), --posterior (sparse or full) and
+--kernel. With --model the parts given must be ones the preset accepts.
+Presets:
+`+modelHelp()+`
 --input-noise says how the inputs are corrupted: "learn" learns one variance
-per input dimension (the default for the noise-aware models), a number is the
-known variance of every input entry, and a file gives one variance per entry
-(a CSV with the same rows and input columns as the training file). MGP
-ignores input noise.`)
+per input dimension (the default for models with an input-noise part), a
+number is the known variance of every input entry, and a file gives one
+variance per entry (a CSV with the same rows and input columns as the training
+file). Models without an input-noise part ignore it.`)
 	var a trainArgs
 	var model, noise, hidden string
 	f.StringVar(&a.train, "train", "", "training data `FILE.csv` (required)")
-	f.StringVar(&model, "model", "", "model `KIND`: "+kindList()+" (required)")
+	var lik, inp, post, optim string
+	f.StringVar(&model, "model", "", "model `NAME`: "+modelList()+" (or give the parts)")
+	f.StringVar(&lik, "likelihood", "", "likelihood `NAME`: "+strings.Join(likelihoods.Names(), ", ")+" (default: the model's)")
+	f.StringVar(&inp, "inputs", "", "input model `NAME`: "+strings.Join(inputs.Names(), ", ")+" (default: the model's, else observed)")
+	f.StringVar(&post, "posterior", "", "posterior `family`: sparse or full (Z = X fixed)")
+	f.StringVar(&optim, "optimizer", "adam", "`optimizer`: "+strings.Join(models.Optimizers, ", ")+" (svi models)")
 	f.StringVar(&a.out, "out", "", "where to write the trained model, `MODEL.json` (required)")
 	f.StringVar(&noise, "input-noise", "", "input noise: `learn|VARIANCE|FILE.csv` (default learn for the noise-aware models)")
 	epochs := f.Int("epochs", 100, "training `epochs`")
@@ -161,9 +174,13 @@ ignores input noise.`)
 	if a.out == "" {
 		return nil, usagef("--out MODEL.json is required")
 	}
-	kind, err := parseKind(model)
-	if err != nil {
-		return nil, err
+	if model == "" && lik == "" && inp == "" {
+		return nil, usagef("give --model (one of %s) or the parts (--likelihood, --inputs)", modelList())
+	}
+	if model != "" {
+		if _, err := parseModel(model); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case *epochs < 1:
@@ -193,14 +210,28 @@ ignores input noise.`)
 	if a.noise, err = parseNoise(noise, true); err != nil {
 		return nil, err
 	}
-	if !a.noise.given() && kind != models.MGP {
-		a.noise.learn = true
-	}
 	a.opts = models.Options{
-		Kind: kind, Inducing: *inducing, Kernel: *kernel, Degree: *degree,
-		LearnNoise: a.noise.learn && kind != models.MGP, NoiseVar: a.noise.value,
-		Hidden: h, Residual: *residual, TestSamples: *samples,
-		Epochs: *epochs, Batch: *batch, LR: *lr, Seed: *seed,
+		Model:      model,
+		Kernel:     models.KernelOptions{Name: *kernel, Degree: *degree},
+		Likelihood: models.LikelihoodOptions{Name: lik},
+		Posterior:  models.PosteriorOptions{Family: post, Inducing: *inducing},
+		Inputs:     models.InputOptions{Model: inp},
+		Train:      models.TrainOptions{Epochs: *epochs, Batch: *batch, LR: *lr, Seed: *seed, Optimizer: optim},
+	}
+	a.opts.Inputs.Hidden, a.opts.Inputs.Residual, a.opts.Inputs.TestSamples = h, *residual, *samples
+	a.opts.Inputs.Noise.Var = a.noise.value
+	// Learned noise is the default where the model has a noise part; a
+	// model without one ignores these settings.
+	a.opts.Inputs.Noise.Learn = a.noise.learn || !a.noise.given()
+	// Build the model now: a contradictory composition is a usage error,
+	// reported before any data is read.
+	m, err := models.New(a.opts)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	a.model = m
+	if !a.noise.given() && m.InputNoise() != nil {
+		a.noise.learn = true
 	}
 	return &a, nil
 }
@@ -221,25 +252,25 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if ds.Noise, err = datasets.ReadNoiseCSV(a.noise.file, ds.N, ds.D); err != nil {
 			return err
 		}
-		if a.opts.Kind == models.NIMGP || a.opts.Kind == models.NIMGPNN {
+		if n := a.model.InputNoise(); n != nil && n.Positive {
 			// Their ELBO has log V and 1/V terms, so a zero variance is
-			// meaningless there (NIMGP_FO only adds V to the variance).
+			// meaningless there (the first-order model only adds V).
 			for k, v := range ds.Noise {
 				if v == 0 {
-					return fmt.Errorf("%s: data row %d, column %d: noise variance 0; %s needs positive variances", a.noise.file, k/ds.D+1, k%ds.D+1, a.opts.Kind)
+					return fmt.Errorf("%s: data row %d, column %d: noise variance 0; %s needs positive variances", a.noise.file, k/ds.D+1, k%ds.D+1, a.model.Name())
 				}
 			}
 		}
 	}
-	m, err := models.New(a.opts)
-	if err != nil {
-		return err
+	if err := a.model.CheckClasses(ds.C); err != nil {
+		return fmt.Errorf("%s: %w", a.train, err)
 	}
+	m := a.model
 	var progress io.Writer
 	if !a.quiet {
 		progress = stderr
 		fmt.Fprintf(stderr, "training %s on %s: %d rows, %d features, %d classes; input noise %s\n",
-			a.opts.Kind, a.train, ds.N, ds.D, ds.C, noiseDesc(a.opts.Kind, a.noise))
+			m.Name(), a.train, ds.N, ds.D, ds.C, noiseDesc(m, a.noise))
 	}
 	start := time.Now()
 	err = m.Fit(ctx, ds, models.FitConfig{Progress: progress, Warnings: stderr})
@@ -253,14 +284,14 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if !a.quiet {
-		fmt.Fprintf(stderr, "wrote %s (%s, trained in %.1f s)\n", a.out, a.opts.Kind, time.Since(start).Seconds())
+		fmt.Fprintf(stderr, "wrote %s (%s, trained in %.1f s)\n", a.out, m.Name(), time.Since(start).Seconds())
 	}
 	return nil
 }
 
-func noiseDesc(k models.Kind, s noiseSpec) string {
-	if k == models.MGP {
-		return "ignored by mgp"
+func noiseDesc(m *models.Model, s noiseSpec) string {
+	if m.InputNoise() == nil {
+		return "ignored by " + m.Name() + " (no input-noise part)"
 	}
 	return s.String()
 }

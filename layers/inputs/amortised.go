@@ -83,6 +83,9 @@ func (a *Amortised) Perturb(rng *rand.Rand) {
 	}
 }
 
+// SetSamples implements Sampler.
+func (a *Amortised) SetSamples(n int) { a.TestSamples = n }
+
 // Samples implements Sampler.
 func (a *Amortised) Samples() int { return a.TestSamples }
 

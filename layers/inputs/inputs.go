@@ -109,6 +109,8 @@ type Model interface {
 type Sampler interface {
 	// Samples is the number of draws per prediction.
 	Samples() int
+	// SetSamples changes the number of draws (a prediction-time setting).
+	SetSamples(n int)
 	// TestPosterior writes the mean and standard deviation of the
 	// noiseless input given one observed row xt with noise variances v.
 	TestPosterior(xt, v, mean, sd []float64)

@@ -81,6 +81,9 @@ func (l *Latent) Perturb(rng *rand.Rand) {
 	}
 }
 
+// SetSamples implements Sampler.
+func (l *Latent) SetSamples(n int) { l.TestSamples = n }
+
 // Samples implements Sampler.
 func (l *Latent) Samples() int { return l.TestSamples }
 

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers/likelihoods"
+	"github.com/gpc-dev/gpc/models"
+	"github.com/gpc-dev/gpc/solvers"
+)
+
+// BenchConfig describes one of the paper's timing configurations.
+type BenchConfig struct {
+	Name          string
+	N, D, C, B, M int
+	Kernel        string
+}
+
+// BenchConfigs are the two configurations timed by `gpc bench`: Waveform
+// (B=50, M=50, C=3, d=21, SE) and MNIST (B=200, M=100, C=10, d=784,
+// polynomial kernel of degree 9).
+var BenchConfigs = map[string]BenchConfig{
+	"waveform": {Name: "waveform", N: 1000, D: 21, C: 3, B: 50, M: 50, Kernel: "se"},
+	"mnist":    {Name: "mnist", N: 2000, D: 784, C: 10, B: 200, M: 100, Kernel: "poly"},
+}
+
+// BenchStats is the cost of one training iteration.
+type BenchStats struct {
+	// Milliseconds is the median wall time of an iteration.
+	Milliseconds float64
+	// Spread is the interquartile range of the iteration times divided by
+	// their median: how noisy the machine was.
+	Spread float64
+	// MultiplyAdds is the number of multiply-adds in the iteration's matrix
+	// products (graph.MultiplyAdds), independent of the machine.
+	MultiplyAdds int64
+	// Times are the iteration times in milliseconds, one per round, in
+	// round order (see PairedRatio).
+	Times []float64
+}
+
+// PairedRatio is the median over rounds of a's iteration time divided by
+// b's in the same round. Both were timed within milliseconds of each
+// other, so a change in the machine's speed between rounds cancels; on a
+// shared machine it is steadier than the ratio of the medians.
+func PairedRatio(a, b BenchStats) float64 {
+	n := min(len(a.Times), len(b.Times))
+	if n == 0 {
+		return 0
+	}
+	r := make([]float64, n)
+	for i := range r {
+		r[i] = a.Times[i] / b.Times[i]
+	}
+	sort.Float64s(r)
+	return quantile(r, 0.5)
+}
+
+// Bench times several models on one configuration. The models are built
+// first and then stepped in turn, one iteration each per round, so that a
+// change in the machine's speed during the run (frequent on shared
+// machines: single-model runs gave MNIST ratios from 1.2 to 1.6 for the
+// same build) affects every model alike. The order rotates from round to
+// round, so that no model always follows the same one (and inherits, say,
+// the garbage it left for the collector).
+func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
+	cfg, ok := BenchConfigs[config]
+	if !ok {
+		return nil, fmt.Errorf("models: unknown benchmark configuration %q (want waveform or mnist)", config)
+	}
+	if iters < 1 {
+		return nil, fmt.Errorf("models: %d benchmark iterations", iters)
+	}
+	sets := map[int]*datasets.Dataset{}
+	dataFor := func(c int) *datasets.Dataset {
+		if ds, ok := sets[c]; ok {
+			return ds
+		}
+		rng := rand.New(rand.NewPCG(1, 7))
+		ds := &datasets.Dataset{Name: cfg.Name, N: cfg.N, D: cfg.D, C: c, X: make([]float64, cfg.N*cfg.D), Y: make([]int, cfg.N)}
+		for i := range ds.X {
+			ds.X[i] = rng.NormFloat64()
+		}
+		for i := range ds.Y {
+			ds.Y[i] = rng.IntN(c)
+		}
+		sets[c] = ds
+		return ds
+	}
+	batches, err := solvers.EpochBatches(cfg.N, cfg.B, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]*benchRun, len(kinds))
+	for i, kind := range kinds {
+		// A binary model is timed on the same inputs with two classes.
+		c := cfg.C
+		if m, err := models.New(models.Options{Model: kind}); err == nil {
+			if cc, ok := m.Likelihood().(likelihoods.ClassCounter); ok {
+				c = cc.Classes()
+			}
+		}
+		if runs[i], err = newBenchRun(kind, cfg, dataFor(c)); err != nil {
+			return nil, fmt.Errorf("%s: %w", kind, err)
+		}
+	}
+	times := make([][]float64, len(kinds))
+	macs := make([]int64, len(kinds))
+	for it := -2; it < iters; it++ {
+		b := batches[(it+2)%len(batches)]
+		for q := range runs {
+			i := (q + it + 2) % len(runs)
+			r := runs[i]
+			m0, t0 := graph.MultiplyAdds(), time.Now()
+			if err := r.step(b); err != nil {
+				return nil, fmt.Errorf("%s: %w", kinds[i], err)
+			}
+			if it >= 0 {
+				times[i] = append(times[i], float64(time.Since(t0).Nanoseconds())/1e6)
+				macs[i] += graph.MultiplyAdds() - m0
+			}
+		}
+	}
+	out := make([]BenchStats, len(kinds))
+	for i, t := range times {
+		sorted := append([]float64(nil), t...)
+		sort.Float64s(sorted)
+		med := quantile(sorted, 0.5)
+		out[i] = BenchStats{
+			Milliseconds: med,
+			Spread:       (quantile(sorted, 0.75) - quantile(sorted, 0.25)) / med,
+			MultiplyAdds: macs[i] / int64(iters),
+			Times:        t,
+		}
+	}
+	return out, nil
+}
+
+// quantile of sorted values, by linear interpolation.
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	lo := int(pos)
+	if lo+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	f := pos - float64(lo)
+	return sorted[lo]*(1-f) + sorted[lo+1]*f
+}
+
+// benchRun is one model's training step on the benchmark data.
+type benchRun struct{ st *models.Stepper }
+
+func newBenchRun(name string, cfg BenchConfig, ds *datasets.Dataset) (*benchRun, error) {
+	o := models.Options{Model: name, Kernel: models.KernelOptions{Name: cfg.Kernel},
+		Posterior: models.PosteriorOptions{Inducing: cfg.M}, Train: models.TrainOptions{Batch: cfg.B}}
+	// The noise models learn their noise, as in the paper's MNIST runs.
+	o.Inputs.Noise.Learn = true
+	m, err := models.New(o)
+	if err != nil {
+		return nil, err
+	}
+	st, err := m.NewStepper(ds)
+	if err != nil {
+		return nil, err
+	}
+	return &benchRun{st: st}, nil
+}
+
+func (r *benchRun) step(b solvers.Batch) error {
+	_, err := r.st.Step(b)
+	return err
+}
