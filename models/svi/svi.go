@@ -246,6 +246,16 @@ func (o *Objective) Load(b solvers.Batch) {
 	}
 }
 
+// view returns an output's data from the last run without copying (valid
+// until the next run): the step reads every gradient once per iteration.
+func (o *Objective) view(n *G.Node) ([]float64, error) {
+	v, err := o.prog.Value(n)
+	if err != nil {
+		return nil, err
+	}
+	return graph.Float64s(v)
+}
+
 // run evaluates the cost and its gradients at the loaded batch.
 func (o *Objective) run() (float64, error) {
 	if err := o.s.Sync(); err != nil {
@@ -267,7 +277,7 @@ func (o *Objective) Step(b solvers.Batch) (float64, [][]float64, error) {
 		return 0, nil, err
 	}
 	for i, g := range o.grads {
-		f, err := o.prog.Float64s(g)
+		f, err := o.view(g)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -277,7 +287,7 @@ func (o *Objective) Step(b solvers.Batch) (float64, [][]float64, error) {
 		}
 	}
 	for _, l := range o.locals {
-		g, err := o.prog.Float64s(l.grad)
+		g, err := o.view(l.grad)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -309,7 +319,7 @@ func (o *Objective) LocalParams() int { return len(o.locals) }
 // each local table take the last Step's gradient.
 func (o *Objective) StepLocal(b solvers.Batch) error {
 	for _, l := range o.locals {
-		g, err := o.prog.Float64s(l.grad)
+		g, err := o.view(l.grad)
 		if err != nil {
 			return err
 		}
