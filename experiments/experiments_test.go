@@ -321,7 +321,7 @@ func TestMiniEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	spec := strings.NewReplacer(
 		"splits: 3, n_train: 10, n_test: 10", "splits: 1, n_train: 40, n_test: 30",
-		"  - {name: NIMGP, kind: nimgp}", "  - {name: NIMGP, kind: nimgp, test_samples: 3}\n  - {name: NIMGP_NN, kind: nimgp-nn, test_samples: 3}\n  - {name: NIMGP_FO, kind: nimgp-fo}",
+		"  - {name: NIMGP, kind: nimgp}", "  - {name: NIMGP, kind: nimgp, training: {test_samples: 3}}\n  - {name: NIMGP_NN, kind: nimgp-nn, training: {test_samples: 3}}\n  - {name: NIMGP_FO, kind: nimgp-fo}",
 		`values: ["1±0.1", "2"]`, `values: ["1±0.1", "2", "-", "-"]`,
 	).Replace(miniSpec) + "figures: [fig1, fig2]\n"
 	sp := filepath.Join(dir, "mini.yaml")

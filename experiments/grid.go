@@ -97,7 +97,11 @@ func Resolve(spec *Spec, o Options) (*Spec, error) {
 		s.Training.MinSteps = scale(s.Training.MinSteps)
 		s.Training.StepEpochs = scale(s.Training.StepEpochs)
 		for i := range s.Methods {
-			s.Methods[i].Epochs = scale(s.Methods[i].Epochs)
+			if t := s.Methods[i].Training; t != nil {
+				c := *t
+				c.Epochs, c.MinSteps, c.StepEpochs = scale(c.Epochs), scale(c.MinSteps), scale(c.StepEpochs)
+				s.Methods[i].Training = &c
+			}
 		}
 		budget += fmt.Sprintf(", --epochs-scale %g", o.EpochsScale)
 	}
@@ -140,7 +144,7 @@ func Resolve(spec *Spec, o Options) (*Spec, error) {
 
 // budgetFor resolves a method's effective budget.
 func (s *Spec) budgetFor(m Method, st Setting) Budget {
-	t, p := s.Training, s.Protocol
+	t, p := s.trainingFor(m), s.Protocol
 	b := Budget{
 		Epochs: t.Epochs, MinSteps: t.MinSteps, StepEpochs: t.StepEpochs, Batch: t.Batch, LR: t.LR, Inducing: t.Inducing,
 		InducingFrac: t.InducingFrac, TestSamples: t.TestSamples, Kernel: t.Kernel, Degree: t.Degree,
@@ -161,24 +165,6 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 	}
 	if b.TestSamples == 0 {
 		b.TestSamples = 500
-	}
-	if m.Epochs > 0 {
-		b.Epochs = m.Epochs
-	}
-	if m.Batch > 0 {
-		b.Batch = m.Batch
-	}
-	if m.LR > 0 {
-		b.LR = m.LR
-	}
-	if m.TestSamples > 0 {
-		b.TestSamples = m.TestSamples
-	}
-	if m.Hidden != nil {
-		b.Hidden = m.Hidden
-	}
-	if m.Residual != nil {
-		b.Residual = *m.Residual
 	}
 	if st.NTrain > 0 {
 		b.NTrain = st.NTrain
@@ -206,7 +192,7 @@ func Expand(s *Spec) []Run {
 				for _, m := range s.Methods {
 					b := s.budgetFor(m, st)
 					r := Run{Dataset: d, Setting: st, Method: m, Split: split, Budget: b}
-					r.Key = fmt.Sprintf("%s|%s|%s|%d|%s", d, st.Name, m.Name, split, hashOf(s.Family, st, m, b))
+					r.Key = fmt.Sprintf("%s|%s|%s|%d|%s", d, st.Name, m.Name, split, hashOf(s.Family, st, m.keyView(), b))
 					runs = append(runs, r)
 				}
 			}
@@ -221,4 +207,31 @@ func hashOf(v ...any) string {
 	h := fnv.New32a()
 	h.Write(b)
 	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// methodKey is the JSON shape a method had in run keys before its training
+// overrides moved under training: and its parts were added; keeping it
+// keeps the keys of existing results (and resumption) unchanged.
+type methodKey struct {
+	Name        string    `json:"name"`
+	Kind        string    `json:"kind"`
+	Variant     string    `json:"variant"`
+	Hidden      []int     `json:"hidden"`
+	Residual    *bool     `json:"residual"`
+	LR          float64   `json:"lr"`
+	Epochs      int       `json:"epochs"`
+	Batch       int       `json:"batch"`
+	TestSamples int       `json:"test_samples"`
+	Likelihood  string    `json:"likelihood,omitempty"`
+	Inputs      string    `json:"inputs,omitempty"`
+	Training    *Training `json:"training,omitempty"`
+	Set         []string  `json:"set,omitempty"`
+}
+
+func (m Method) keyView() methodKey {
+	k := methodKey{Name: m.Name, Kind: m.Model, Variant: m.Variant, Likelihood: m.Likelihood, Inputs: m.Inputs}
+	if len(m.set) > 0 {
+		k.Training, k.Set = m.Training, m.set
+	}
+	return k
 }

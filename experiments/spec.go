@@ -172,13 +172,12 @@ type Method struct {
 	Inputs     string `yaml:"inputs" json:"inputs,omitempty"`
 	// Variant modifies MGP's training data: augmented or sampling (T11/T12).
 	Variant string `yaml:"variant" json:"variant"`
-	// Overrides of Training (zero: inherit).
-	Hidden      []int   `yaml:"hidden" json:"hidden"`
-	Residual    *bool   `yaml:"residual" json:"residual"`
-	LR          float64 `yaml:"lr" json:"lr"`
-	Epochs      int     `yaml:"epochs" json:"epochs"`
-	Batch       int     `yaml:"batch" json:"batch"`
-	TestSamples int     `yaml:"test_samples" json:"test_samples"`
+	// Training overrides the spec's training settings for this method:
+	// every key given under it (any key of the spec's training:) replaces
+	// the spec's value, merged field by field (Spec.trainingFor).
+	Training *Training `yaml:"training" json:"training,omitempty"`
+	// set lists the keys given under training:, read from the YAML.
+	set []string
 }
 
 // Table is one table of the report.
@@ -389,6 +388,59 @@ func (s *Spec) errAt(path []any, format string, args ...any) error {
 	return e
 }
 
+// keysAt returns the keys of the mapping at path (none if absent).
+func (s *Spec) keysAt(path ...any) []string {
+	if s.root == nil {
+		return nil
+	}
+	n := s.root
+	if isNode(n, yaml.DocumentNode) && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, p := range path {
+		var next *yaml.Node
+		switch k := p.(type) {
+		case string:
+			for i := 0; isNode(n, yaml.MappingNode) && i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == k {
+					next = n.Content[i+1]
+				}
+			}
+		case int:
+			if isNode(n, yaml.SequenceNode) && k < len(n.Content) {
+				next = n.Content[k]
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	var keys []string
+	for i := 0; isNode(n, yaml.MappingNode) && i+1 < len(n.Content); i += 2 {
+		keys = append(keys, n.Content[i].Value)
+	}
+	return keys
+}
+
+// trainingFor is the spec's training settings with a method's overrides
+// applied: each key the method gives replaces the field of the same yaml
+// key, whatever its type, so a new training setting needs no merge code.
+func (s *Spec) trainingFor(m Method) Training {
+	t := s.Training
+	if m.Training == nil {
+		return t
+	}
+	dst, src := reflect.ValueOf(&t).Elem(), reflect.ValueOf(m.Training).Elem()
+	for i := 0; i < dst.NumField(); i++ {
+		key, _, _ := strings.Cut(dst.Type().Field(i).Tag.Get("yaml"), ",")
+		if slices.Contains(m.set, key) {
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
+	return t
+}
+
 // validate checks everything the YAML decoder cannot: allowed values,
 // references between sections, and that every paper row has the right
 // number of values.
@@ -509,8 +561,13 @@ func (s *Spec) validate() error {
 			return s.errAt(append(at, "variant"), "variant %q: want augmented or sampling", m.Variant)
 		case m.Variant != "" && methodInputs(*m) != "observed":
 			return s.errAt(append(at, "variant"), "variant %q applies to models with observed inputs only (this one has %s inputs)", m.Variant, methodInputs(*m))
-		case m.LR < 0 || m.Epochs < 0 || m.Batch < 0 || m.TestSamples < 0:
-			return s.errAt(at, "negative training override")
+		}
+		if m.Training != nil {
+			m.set = s.keysAt("methods", i, "training")
+			t := *m.Training
+			if t.LR < 0 || t.Epochs < 0 || t.Batch < 0 || t.TestSamples < 0 || t.Inducing < 0 {
+				return s.errAt(append(at, "training"), "negative training override")
+			}
 		}
 		if _, err := models.New(methodOptions(*m)); err != nil {
 			return s.errAt(append(at, "model"), "method %s: %v", m.Name, err)
@@ -656,9 +713,6 @@ func (s *Spec) applyQuick() error {
 	setInt(&s.Training.TestSamples, q.TestSamples)
 	if q.LR > 0 {
 		s.Training.LR = q.LR
-		for i := range s.Methods {
-			s.Methods[i].LR = 0
-		}
 	}
 	setInt(&s.Protocol.NTrain, q.NTrain)
 	setInt(&s.Protocol.NTest, q.NTest)
@@ -672,16 +726,12 @@ func (s *Spec) applyQuick() error {
 		// only where it is smaller, which is what we want, so keep the frac.
 		s.Training.Inducing = q.Inducing
 	}
+	// A quick budget replaces the methods' own overrides of the same keys.
 	for i := range s.Methods {
-		if q.Epochs > 0 {
-			s.Methods[i].Epochs = 0
-		}
-		if q.TestSamples > 0 {
-			s.Methods[i].TestSamples = 0
-		}
-		if q.Batch > 0 {
-			s.Methods[i].Batch = 0
-		}
+		m := &s.Methods[i]
+		m.set = slices.DeleteFunc(slices.Clone(m.set), func(k string) bool {
+			return (k == "lr" && q.LR > 0) || (k == "epochs" && q.Epochs > 0) || (k == "test_samples" && q.TestSamples > 0) || (k == "batch" && q.Batch > 0)
+		})
 	}
 	if len(q.Datasets) > 0 {
 		s.Datasets = slices.Clone(q.Datasets)
