@@ -1,18 +1,20 @@
 // Package experiments runs declarative YAML experiment specifications that
-// reproduce the tables and figures of "Multi-class Gaussian Process
-// Classification with Noisy Inputs" (shared/papers/000_…, plus the SE-kernel
-// MNIST table of the older version 001_…), and writes reports that put our
-// numbers beside the paper's.
+// reproduce the tables and figures of the papers gpc implements, and writes
+// reports that put our numbers beside the papers'.
 //
-// A spec names a family of experiments (toy1d, synthetic, uci, mnist, astro,
-// active), the data sets, the settings (noise levels and D/N/C variants), the
-// methods with their options, the training budget, the tables to print with
-// the paper's published value for every cell, the figures to draw and a
-// quick profile. Run expands the grid data sets × settings × methods ×
-// splits, runs it on parallel workers and appends one JSON line per finished
-// run to DIR/results.jsonl, so an interrupted experiment resumes where it
-// stopped; Report turns the lines into DIR/report.md, DIR/report.json and
-// the PNG figures.
+// The generic part is here: a spec names a family of experiments, the data
+// sets, the settings, the methods (a model preset or its parts, with
+// training overrides merged key by key), the training budget, the tables
+// with the paper's published value for every cell, the figures and a quick
+// profile. Run expands the grid data sets × settings × methods × splits,
+// runs it on parallel workers and appends one JSON line per finished run to
+// DIR/results.jsonl, so an interrupted experiment resumes where it stopped;
+// Report turns the lines into DIR/report.md, DIR/report.json and the PNG
+// figures. What belongs to one paper — its families (how data are built
+// and runs executed) and its figures — is registered by that paper's files
+// (RegisterPaper): noisyinputs*.go for "Multi-class Gaussian Process
+// Classification with Noisy Inputs" (families toy1d, synthetic, uci,
+// mnist, astro, active; figures fig1 … fig8).
 package experiments
 
 import (
@@ -238,11 +240,9 @@ type Quick struct {
 
 // Families, kinds and names the validator accepts.
 var (
-	families     = []string{"toy1d", "synthetic", "uci", "mnist", "astro", "active"}
 	variants     = []string{"", "augmented", "sampling"}
 	tableKinds   = []string{"", "results", "confusion", "data", "params"}
 	tableMetrics = []string{"nll", "error", "seconds_per_epoch", "learned_noise"}
-	figureNames  = []string{"fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8"}
 )
 
 // SpecError is a problem in a spec file, located by line and column.
@@ -448,8 +448,8 @@ func (s *Spec) validate() error {
 	if s.Name == "" {
 		return s.errAt(nil, "missing name")
 	}
-	if !slices.Contains(families, s.Family) {
-		return s.errAt([]any{"family"}, "family %q: want one of %s", s.Family, strings.Join(families, ", "))
+	if _, ok := familyRun(s.Family); !ok {
+		return s.errAt([]any{"family"}, "family %q: want one of %s", s.Family, strings.Join(Families(), ", "))
 	}
 	if len(s.Datasets) == 0 {
 		return s.errAt([]any{"datasets"}, "no datasets")
@@ -575,8 +575,8 @@ func (s *Spec) validate() error {
 		mseen[m.Name] = true
 	}
 	for i, f := range s.Figures {
-		if !slices.Contains(figureNames, f) {
-			return s.errAt([]any{"figures", i}, "figure %q: want one of %s", f, strings.Join(figureNames, ", "))
+		if _, ok := figureFunc(f); !ok {
+			return s.errAt([]any{"figures", i}, "figure %q: want one of %s", f, strings.Join(Figures(), ", "))
 		}
 	}
 	for i, tb := range s.Tables {

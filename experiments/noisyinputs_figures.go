@@ -34,21 +34,10 @@ func (rp *reporter) figures() error {
 	var notes []string
 	for _, f := range rp.s.Figures {
 		var err error
-		switch f {
-		case "fig1":
-			err = rp.fig1()
-		case "fig2":
-			err = rp.fig2()
-		case "fig3":
-			err = rp.fig3()
-		case "fig4", "fig5":
-			err = rp.figNoiseHist(f)
-		case "fig6":
-			err = rp.fig6()
-		case "fig7":
-			err = rp.fig7()
-		case "fig8":
-			err = rp.fig8()
+		if draw, ok := figureFunc(f); ok {
+			err = draw(rp, f)
+		} else {
+			err = fmt.Errorf("no paper registers figure %q", f)
 		}
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("- %s not drawn: %v", f, err))

@@ -3,59 +3,14 @@ package experiments
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/models"
 )
-
-// uciNames are the UCI data sets the loader knows (Table 4).
-var uciNames = datasets.UCINames()
-
-// givenNoiseFloor replaces zero given noise variances: the NIMGP terms use
-// V⁻¹ and Predict refuses non-positive variances. It is the authors'
-// floor for attributes without error bars.
-const givenNoiseFloor = datasets.AstroNoiseFloor
-
-// env holds what runs of one spec share: the data directory and a cache of
-// loaded data sets and prepared splits (every method of a split uses the
-// same data, and generating a synthetic GP problem costs a Cholesky).
-type env struct {
-	spec    *Spec
-	dataDir string
-	mu      sync.Mutex
-	cache   map[string]*cacheEntry
-}
-
-type cacheEntry struct {
-	once sync.Once
-	val  any
-	err  error
-}
-
-func newEnv(s *Spec, dataDir string) *env {
-	return &env{spec: s, dataDir: dataDir, cache: map[string]*cacheEntry{}}
-}
-
-// cached computes f once per key, even when workers ask concurrently. The
-// cache keeps at most a few hundred small splits; large bases (MNIST) are
-// stored once.
-func (e *env) cached(key string, f func() (any, error)) (any, error) {
-	e.mu.Lock()
-	c, ok := e.cache[key]
-	if !ok {
-		c = &cacheEntry{}
-		e.cache[key] = c
-	}
-	e.mu.Unlock()
-	c.once.Do(func() { c.val, c.err = f() })
-	return c.val, c.err
-}
 
 // split is one prepared train/test pair.
 type split struct {
@@ -64,15 +19,9 @@ type split struct {
 	toy         *datasets.Toy1DProblem
 }
 
-// seedFor derives the data seed of a split; every method of a split sees
-// the same data (paired comparisons, as in the paper).
-func (s *Spec) seedFor(split int) uint64 { return s.Seed*1_000_003 + uint64(split) }
-
-// executeRun is the real executor: build the split's data, train, score.
-func executeRun(ctx context.Context, e *env, r Run) (*Result, error) {
-	if e.spec.Family == "active" {
-		return e.activeRun(ctx, r)
-	}
+// noisyRun executes a run of the noisy-input paper's families other than
+// active learning: build the split's data, train, score.
+func noisyRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	sp, err := e.prepare(r)
 	if err != nil {
 		return nil, err
@@ -190,151 +139,6 @@ func subsample(ds *datasets.Dataset, max int, seed uint64) *datasets.Dataset {
 	return ds.Subset(perm)
 }
 
-// modelOptions maps a run to models.Options.
-func modelOptions(r Run, nTotal int, seed uint64) models.Options {
-	b, st := r.Budget, r.Setting
-	M := b.Inducing
-	if b.InducingFrac > 0 {
-		M = min(M, max(1, int(b.InducingFrac*float64(nTotal))))
-	}
-	o := methodOptions(r.Method)
-	o.Posterior.Inducing = M
-	o.Kernel = models.KernelOptions{Name: b.Kernel, Degree: b.Degree}
-	o.Likelihood.Quadrature = b.Quadrature
-	o.Train = models.TrainOptions{Epochs: b.Epochs, Batch: b.Batch, LR: b.LR, Seed: seed}
-	o.Inputs.Hidden, o.Inputs.Residual, o.Inputs.TestSamples = b.Hidden, b.Residual, b.TestSamples
-	// The noise settings reach every model; an input model without a noise
-	// part ignores them.
-	if st.LearnNoise && r.Method.Variant != "sampling" {
-		o.Inputs.Noise.Learn = true
-		o.Inputs.Noise.Init = st.NoiseInit
-		if o.Inputs.Noise.Init == 0 {
-			o.Inputs.Noise.Init = 0.1
-		}
-	} else {
-		o.Inputs.Noise.Var = math.Max(st.Noise, givenNoiseFloor)
-	}
-	return o
-}
-
-// epochsWithFloor returns how many epochs a fit on n training rows runs:
-// epochs, raised if needed so that the fit takes at least minSteps optimiser
-// steps (Training.MinSteps; ≤ 0: no floor). An epoch is ⌈n/B⌉ steps with
-// B = min(batch, n), the batches solvers.EpochBatches makes and Train steps
-// through (one full batch when batch ≥ n). The floor exists because an
-// epoch budget treats training sizes unequally: at batch 100, 40 epochs are
-// 40 Adam steps at N = 100 but 200 at N = 500.
-func epochsWithFloor(epochs, minSteps, n, batch int) int {
-	if minSteps <= 0 || n <= 0 {
-		return epochs
-	}
-	if batch <= 0 || batch > n {
-		batch = n
-	}
-	perEpoch := (n + batch - 1) / batch
-	return max(epochs, (minSteps+perEpoch-1)/perEpoch)
-}
-
-// floorNoise returns a copy of ds whose given variances are at least the floor.
-func floorNoise(ds *datasets.Dataset) *datasets.Dataset {
-	if ds.Noise == nil {
-		return ds
-	}
-	out := ds.Clone()
-	for i, v := range out.Noise {
-		out.Noise[i] = math.Max(v, givenNoiseFloor)
-	}
-	return out
-}
-
-// trainAndScore fits the run's model on train and scores it on test. Unless
-// keep is set (the model will be continued), the training state is released
-// before scoring, so a worker does not hold a training graph and a
-// prediction graph at once.
-func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Dataset, nTotal int, keep bool) (*Result, *models.Model, error) {
-	seed := e.spec.seedFor(r.Split) + 1
-	o := modelOptions(r, nTotal, seed)
-	var cfg models.FitConfig
-	epochs := 0
-	cfg.Warnings = io.Discard
-	cfg.Callback = func(models.Epoch) error { epochs++; return nil }
-	if r.Method.Variant == "augmented" {
-		train = augment(train, r.Setting.Noise, seed)
-	}
-	// The step floor needs the size of the set actually trained on (MGP
-	// (aug.) triples it), so it is applied here rather than in budgetFor.
-	o.Train.Epochs = epochsWithFloor(o.Train.Epochs, r.Budget.MinSteps, train.N, o.Train.Batch)
-	m, err := models.New(o)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m.UsesGivenNoise() {
-		train, test = floorNoise(train), floorNoise(test)
-	}
-	t0 := time.Now()
-	if err := m.Fit(ctx, train, cfg); err != nil {
-		return nil, nil, err
-	}
-	if !keep {
-		m.ReleaseTraining()
-	}
-	res, err := e.score(m, train, test, time.Since(t0).Seconds(), epochs)
-	return res, m, err
-}
-
-// score predicts test with a model trained on train in secs seconds and
-// epochs epochs, and fills a Result. Given noise has already been floored.
-func (e *env) score(m *models.Model, train, test *datasets.Dataset, secs float64, epochs int) (*Result, error) {
-	o := m.Opts
-	var testNoise []float64
-	if m.UsesGivenNoise() {
-		testNoise = test.Noise
-	}
-	probs, err := m.Predict(test.X, test.N, testNoise)
-	if err != nil {
-		return nil, err
-	}
-	sc := models.Score(probs, test.Y, test.C)
-	res := &Result{
-		Error: sc.Error, NLL: sc.NLL, Seconds: secs, Epochs: epochs,
-		NTrain: train.N, NTest: test.N, D: train.D, C: train.C, Inducing: o.Posterior.Inducing,
-	}
-	if epochs > 0 {
-		res.SecondsPerEpoch = secs / float64(epochs)
-	}
-	if e.spec.Protocol.Uncertainty == "bootstrap" {
-		res.PointNLL, res.PointErr = models.PointLosses(probs, test.Y, test.C)
-	}
-	if test.C <= 10 {
-		res.Confusion = confusion(probs, test.Y, test.C)
-	}
-	// Parameter counts and learned noise come from the model's accessors;
-	// ParamCount includes NIMGP's per-point q(x_i) and counts only the free
-	// (lower-triangular) entries of the q(u) factors.
-	res.ParamGroups = m.ParamCount()
-	for _, v := range res.ParamGroups {
-		res.Params += v
-	}
-	res.NNParams = res.ParamGroups["nn"]
-	res.LearnedNoise = m.LearnedNoise() // nil when the noise is given
-	return res, nil
-}
-
-// continueAndScore trains m for epochs more epochs on train, which extends
-// the data set m was trained on (models.Model.Continue), and scores it.
-func (e *env) continueAndScore(ctx context.Context, m *models.Model, train, test *datasets.Dataset, epochs int) (*Result, error) {
-	if m.UsesGivenNoise() {
-		train, test = floorNoise(train), floorNoise(test)
-	}
-	done := 0
-	cfg := models.FitConfig{Warnings: io.Discard, Callback: func(models.Epoch) error { done++; return nil }}
-	t0 := time.Now()
-	if err := m.Continue(ctx, train, epochs, cfg); err != nil {
-		return nil, err
-	}
-	return e.score(m, train, test, time.Since(t0).Seconds(), done)
-}
-
 // augment is MGP (aug.): the training set plus two copies with extra noise
 // N(0, 2V), as the authors' MGPC_augmented script does ("twice the amount
 // of data" extra).
@@ -347,37 +151,6 @@ func augment(train *datasets.Dataset, v float64, seed uint64) *datasets.Dataset 
 	out.Y = slices.Concat(train.Y, a.Y, b.Y)
 	out.Noise = nil
 	return out
-}
-
-func argmax(row []float64) int {
-	a := 0
-	for j := range row {
-		if row[j] > row[a] {
-			a = j
-		}
-	}
-	return a
-}
-
-// confusion counts predicted × true labels.
-func confusion(probs []float64, y []int, c int) [][]float64 {
-	m := make([][]float64, c)
-	for i := range m {
-		m[i] = make([]float64, c)
-	}
-	for i, yi := range y {
-		m[argmax(probs[i*c:(i+1)*c])][yi]++
-	}
-	return m
-}
-
-// inducingInputs returns each latent function's inducing inputs.
-func inducingInputs(m *models.Model, latent int) ([][]float64, error) {
-	z := m.InducingInputs()
-	if len(z) != latent {
-		return nil, fmt.Errorf("experiments: model has %d inducing sets, want %d", len(z), latent)
-	}
-	return z, nil
 }
 
 // toyCurve predicts on a grid of x̃ (Figure 2) and, for NIMGP_FO, also

@@ -1,0 +1,27 @@
+package experiments
+
+import "context"
+
+// The noisy-input paper (Villacampa-Calvo et al., "Multi-class Gaussian
+// process classification with noisy inputs"): its six families share one
+// executor (prepare builds each family's data; active learning has its
+// own loop), and its eight figures (noisyinputs_figures.go).
+func init() {
+	run := RunFunc(noisyRun)
+	fig := func(f func(*reporter) error) FigureFunc { return func(rp *reporter, _ string) error { return f(rp) } }
+	p := Paper{
+		Name: "noisy inputs",
+		Families: map[string]RunFunc{
+			"toy1d": run, "synthetic": run, "uci": run, "mnist": run, "astro": run,
+			"active": func(ctx context.Context, e *env, r Run) (*Result, error) { return e.activeRun(ctx, r) },
+		},
+		Figures: map[string]FigureFunc{
+			"fig1": fig((*reporter).fig1), "fig2": fig((*reporter).fig2), "fig3": fig((*reporter).fig3),
+			"fig4": (*reporter).figNoiseHist, "fig5": (*reporter).figNoiseHist,
+			"fig6": fig((*reporter).fig6), "fig7": fig((*reporter).fig7), "fig8": fig((*reporter).fig8),
+		},
+	}
+	if err := RegisterPaper(p); err != nil {
+		panic(err)
+	}
+}
