@@ -245,3 +245,24 @@ func TestOptimizersAndFreeze(t *testing.T) {
 		}
 	}
 }
+
+// The SVGP presets start Z at k-means centres (the paper's choice); the
+// noisy-input presets keep rows drawn at random, as their authors' code.
+func TestZInit(t *testing.T) {
+	train := blobs(200, 31)
+	m, err := New(opts("svgp", 2, 1, 50, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.initialize(train, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	z := m.post.Z[0].Data
+	lo, hi := min(z[0], z[2]), max(z[0], z[2])
+	if m.Opts.Posterior.ZInit != "kmeans" || math.Abs(lo) > 0.3 || math.Abs(hi-3) > 0.3 {
+		t.Errorf("svgp Z %v (init %s): want the blob centres near x = 0 and 3", z, m.Opts.Posterior.ZInit)
+	}
+	if g, _ := New(opts("mgp", 2, 1, 50, 1)); g.Opts.Posterior.ZInit != "random" {
+		t.Errorf("mgp initialises Z by %s", g.Opts.Posterior.ZInit)
+	}
+}

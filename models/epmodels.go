@@ -8,7 +8,7 @@ package models
 func init() {
 	mustRegister(Preset{Name: "ep", Order: 2.4, Summary: "binary expectation propagation on the full GP prior (probit)",
 		Inputs: "observed", Likelihoods: []string{"probit"}, Posterior: "full", Inference: "ep"})
-	mustRegister(Preset{Name: "ep-fitc", Order: 2.5, Summary: "binary EP on the FITC prior with M inducing inputs (generalised FITC)",
+	mustRegister(Preset{Name: "ep-fitc", ZInit: "kmeans", Order: 2.5, Summary: "binary EP on the FITC prior with M inducing inputs (generalised FITC)",
 		Inputs: "observed", Likelihoods: []string{"probit"}, Posterior: "sparse", Inference: "ep"})
 	mustRegister(Preset{Name: "svgp-kl", Order: 2.2, Summary: "binary non-sparse variational Gaussian (Z = X fixed), probit or logit",
 		Inputs: "observed", Likelihoods: []string{"probit", "logit"}, Posterior: "full"})

@@ -24,7 +24,7 @@ import (
 // factorised q(g) whose optimal factors are truncated Gaussians with free
 // locations a_n (per-row local parameters).
 func init() {
-	mustRegister(Preset{Name: "mfsp", Order: 2.3, Summary: "binary sparse mean-field model (truncated-Gaussian q(g_n)), probit",
+	mustRegister(Preset{Name: "mfsp", ZInit: "kmeans", Order: 2.3, Summary: "binary sparse mean-field model (truncated-Gaussian q(g_n)), probit",
 		Inputs: "observed", Likelihoods: []string{"probit"}, Posterior: "sparse", Inference: "mf"})
 	engines["mf"] = fitMF
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/datasets/cluster"
 	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers"
 	"github.com/gpc-dev/gpc/layers/inputs"
@@ -162,9 +163,22 @@ func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 	}
 	M := m.inducing(m.N)
 	var z [][]float64
-	if o.Posterior.Family == "full" {
+	switch {
+	case o.Posterior.Family == "full":
 		z = [][]float64{slices.Clone(train.X)}
-	} else {
+	case o.Posterior.ZInit == "kmeans":
+		c, err := cluster.KMeans(train.X, m.N, m.D, M, cluster.Config{Seed: o.Train.Seed, Sample: 20000})
+		if err != nil {
+			return fmt.Errorf("models: k-means inducing inputs: %w", err)
+		}
+		nz := latent
+		if o.Posterior.SharedZ {
+			nz = 1
+		}
+		for range nz {
+			z = append(z, slices.Clone(c))
+		}
+	default:
 		nz := latent
 		if o.Posterior.SharedZ {
 			nz = 1

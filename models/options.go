@@ -96,6 +96,11 @@ type PosteriorOptions struct {
 	// Jitter on K_ZZ and k(x,x): 1e-3 for stationary kernels, 1e-10 for the
 	// polynomial one, as in the original code.
 	Jitter float64
+	// ZInit is how inducing inputs start: "random" (rows drawn with
+	// replacement, per latent function: the noisy-input paper's code) or
+	// "kmeans" (k-means centres of the training inputs, shared: the SVGP
+	// paper's). Empty takes the preset's, else random.
+	ZInit string
 	// MeanSamples > 0 makes the mean-field engine predict by its option (i),
 	// averaging over that many draws of q(g) (default 0: option (ii), the
 	// Gaussian approximation).
@@ -170,6 +175,9 @@ func (o Options) Resolve() (Options, error) {
 	if o.Posterior.Family == "" {
 		o.Posterior.Family = p.Posterior
 	}
+	if o.Posterior.ZInit == "" {
+		o.Posterior.ZInit = p.ZInit
+	}
 	switch {
 	case o.Inference == "":
 		o.Inference = p.Inference
@@ -217,6 +225,9 @@ func (o Options) Defaults() Options {
 	if o.Posterior.Inducing == 0 {
 		o.Posterior.Inducing = 100
 	}
+	if o.Posterior.ZInit == "" {
+		o.Posterior.ZInit = "random"
+	}
 	if o.Posterior.Jitter == 0 {
 		o.Posterior.Jitter = 1e-3
 		if o.Kernel.Name == "poly" {
@@ -260,6 +271,9 @@ func (o Options) Validate() error {
 		if _, err := likelihoods.New(o.Likelihood.Name, likelihoods.Config{Epsilon: o.Likelihood.Epsilon, Points: o.Likelihood.Quadrature}); err != nil {
 			return fmt.Errorf("models: %w", err)
 		}
+	}
+	if o.Posterior.ZInit != "random" && o.Posterior.ZInit != "kmeans" {
+		return fmt.Errorf("models: inducing-input initialisation %q (want random or kmeans)", o.Posterior.ZInit)
 	}
 	if !contains(PosteriorFamilies, o.Posterior.Family) {
 		return fmt.Errorf("models: unknown posterior family %q (want %s)", o.Posterior.Family, joinOr(PosteriorFamilies))

@@ -24,6 +24,8 @@ type Preset struct {
 	Posterior string
 	// Inference is the engine ("svi" if empty).
 	Inference string
+	// ZInit is the default inducing-input initialisation ("" = random).
+	ZInit string
 	// Order places the preset in listings (the papers' order: 1.x the
 	// noisy-input paper, 2.x the SVGP paper, …); ties keep registration order.
 	Order float64

@@ -4,6 +4,6 @@ package models
 // Ghahramani 2015, "KLSp"): one latent function, a probit (default) or
 // logit link, Gauss–Hermite expected log-likelihood.
 func init() {
-	mustRegister(Preset{Name: "svgp", Order: 2.1, Summary: "binary sparse variational GP, probit or logit",
+	mustRegister(Preset{Name: "svgp", ZInit: "kmeans", Order: 2.1, Summary: "binary sparse variational GP, probit or logit",
 		Inputs: "observed", Likelihoods: []string{"probit", "logit"}})
 }
