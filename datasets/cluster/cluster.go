@@ -185,4 +185,3 @@ func sq(a, b []float64) float64 {
 	}
 	return s
 }
-
