@@ -18,6 +18,9 @@ type Paper struct {
 	Name string
 	// Families maps a spec's family to the executor of one run.
 	Families map[string]RunFunc
+	// Validate, if set, checks what the generic validation cannot about a
+	// spec of one of the paper's families (its data set names, say).
+	Validate func(s *Spec) error
 	// Figures maps a figure name to the function drawing it from the
 	// results (figure names are global across papers).
 	Figures map[string]FigureFunc
@@ -30,9 +33,10 @@ type RunFunc func(ctx context.Context, e *env, r Run) (*Result, error)
 type FigureFunc func(rp *reporter, name string) error
 
 var (
-	papersMu sync.Mutex
-	families = map[string]RunFunc{}
-	figures  = map[string]FigureFunc{}
+	papersMu   sync.Mutex
+	families   = map[string]RunFunc{}
+	validators = map[string]func(*Spec) error{}
+	figures    = map[string]FigureFunc{}
 )
 
 // RegisterPaper adds a paper's families and figures; a name already taken
@@ -52,6 +56,9 @@ func RegisterPaper(p Paper) error {
 	}
 	for f, run := range p.Families {
 		families[f] = run
+		if p.Validate != nil {
+			validators[f] = p.Validate
+		}
 	}
 	for f, draw := range p.Figures {
 		figures[f] = draw
@@ -97,4 +104,10 @@ func executeRun(ctx context.Context, e *env, r Run) (*Result, error) {
 		return nil, fmt.Errorf("experiments: no paper registers family %q", e.spec.Family)
 	}
 	return run(ctx, e, r)
+}
+
+func familyValidator(name string) func(*Spec) error {
+	papersMu.Lock()
+	defer papersMu.Unlock()
+	return validators[name]
 }

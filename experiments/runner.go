@@ -22,6 +22,9 @@ type Result struct {
 	Setting string `json:"setting"`
 	Method  string `json:"method"`
 	Split   int    `json:"split"`
+	// Notes say how a run departs from the paper's protocol (a random split
+	// where the paper used an official one, say).
+	Notes []string `json:"notes,omitempty"`
 	// Error and NLL are the test error rate and mean negative log-likelihood.
 	Error float64 `json:"error"`
 	NLL   float64 `json:"nll"`

@@ -88,7 +88,8 @@ type Protocol struct {
 	// by quick profiles (MNIST, satellite).
 	MaxTrain int `yaml:"max_train" json:"max_train"`
 	MaxTest  int `yaml:"max_test" json:"max_test"`
-	// Uncertainty is how ± is computed: "stderr" over splits (default) or
+	// Uncertainty is how ± is computed: "stderr" over splits (default),
+	// "median2sd" (the median over splits ± 2 standard deviations) or
 	// "bootstrap" over test points (Table 1).
 	Uncertainty string `yaml:"uncertainty" json:"uncertainty"`
 	// Active learning: initial training size, test size, pool size, number
@@ -124,6 +125,9 @@ type Training struct {
 	Hidden       []int   `yaml:"hidden" json:"hidden"`
 	Residual     bool    `yaml:"residual" json:"residual"`
 	Quadrature   int     `yaml:"quadrature" json:"quadrature"`
+	// Optimizer is the svi engine's optimiser: adam (default), adadelta
+	// (lr is its step rate) or lbfgs (full batch, epochs = iterations).
+	Optimizer string `yaml:"optimizer" json:"optimizer,omitempty"`
 	// StepEpochs is the retraining budget after each active-learning step.
 	StepEpochs int `yaml:"step_epochs" json:"step_epochs"`
 	// StepTraining is how active learning retrains after each added point:
@@ -451,6 +455,11 @@ func (s *Spec) validate() error {
 	if _, ok := familyRun(s.Family); !ok {
 		return s.errAt([]any{"family"}, "family %q: want one of %s", s.Family, strings.Join(Families(), ", "))
 	}
+	if v := familyValidator(s.Family); v != nil {
+		if err := v(s); err != nil {
+			return err
+		}
+	}
 	if len(s.Datasets) == 0 {
 		return s.errAt([]any{"datasets"}, "no datasets")
 	}
@@ -465,8 +474,8 @@ func (s *Spec) validate() error {
 	if p.Splits < 1 {
 		return s.errAt([]any{"protocol", "splits"}, "protocol.splits must be ≥ 1")
 	}
-	if p.Uncertainty != "" && p.Uncertainty != "stderr" && p.Uncertainty != "bootstrap" {
-		return s.errAt([]any{"protocol", "uncertainty"}, "uncertainty %q: want stderr or bootstrap", p.Uncertainty)
+	if !slices.Contains([]string{"", "stderr", "bootstrap", "median2sd"}, p.Uncertainty) {
+		return s.errAt([]any{"protocol", "uncertainty"}, "uncertainty %q: want stderr, bootstrap or median2sd", p.Uncertainty)
 	}
 	if p.TestFraction < 0 || p.TestFraction >= 1 {
 		return s.errAt([]any{"protocol", "test_fraction"}, "test_fraction %v outside [0, 1)", p.TestFraction)
@@ -660,8 +669,8 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 		}
 		for k, v := range r.Values {
 			if !strings.EqualFold(tb.Kind, "params") {
-				if _, _, ok := parsePaperValue(v); !ok && v != "-" {
-					return s.errAt(append(rat, "values", k), "table %s: cannot read paper value %q (want mean±err, mean or -)", tb.ID, v)
+				if _, _, ok := parsePaperValue(v); !ok && v != "-" && v != "Large" {
+					return s.errAt(append(rat, "values", k), "table %s: cannot read paper value %q (want mean±err, mean, Large or -)", tb.ID, v)
 				}
 			}
 		}
