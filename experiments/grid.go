@@ -44,6 +44,8 @@ type Budget struct {
 	Residual     bool    `json:"residual"`
 	Quadrature   int     `json:"quadrature,omitempty"`
 	Optimizer    string  `json:"optimizer,omitempty"`
+	FreezeHyper  int     `json:"freeze_hyper,omitempty"`
+	FreezeZ      int     `json:"freeze_z,omitempty"`
 	NTrain       int     `json:"n_train,omitempty"`
 	NTest        int     `json:"n_test,omitempty"`
 	MaxTrain     int     `json:"max_train,omitempty"`
@@ -149,7 +151,7 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 	b := Budget{
 		Epochs: t.Epochs, MinSteps: t.MinSteps, StepEpochs: t.StepEpochs, Batch: t.Batch, LR: t.LR, Inducing: t.Inducing,
 		InducingFrac: t.InducingFrac, TestSamples: t.TestSamples, Kernel: t.Kernel, Degree: t.Degree,
-		Hidden: t.Hidden, Residual: t.Residual, Quadrature: t.Quadrature, Optimizer: t.Optimizer,
+		Hidden: t.Hidden, Residual: t.Residual, Quadrature: t.Quadrature, Optimizer: t.Optimizer, FreezeHyper: t.FreezeHyper, FreezeZ: t.FreezeZ,
 		NTrain: p.NTrain, NTest: p.NTest, MaxTrain: p.MaxTrain, MaxTest: p.MaxTest, TestFraction: p.TestFraction,
 		InitialTrain: p.InitialTrain, TestSize: p.TestSize, PoolSize: p.PoolSize, Steps: p.Steps, Seed: s.Seed,
 	}

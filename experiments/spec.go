@@ -128,6 +128,10 @@ type Training struct {
 	// Optimizer is the svi engine's optimiser: adam (default), adadelta
 	// (lr is its step rate) or lbfgs (full batch, epochs = iterations).
 	Optimizer string `yaml:"optimizer" json:"optimizer,omitempty"`
+	// FreezeHyper and FreezeZ hold the kernel hyper-parameters, and the
+	// inducing inputs, fixed for that many first epochs (L-BFGS: iterations).
+	FreezeHyper int `yaml:"freeze_hyper" json:"freeze_hyper,omitempty"`
+	FreezeZ     int `yaml:"freeze_z" json:"freeze_z,omitempty"`
 	// StepEpochs is the retraining budget after each active-learning step.
 	StepEpochs int `yaml:"step_epochs" json:"step_epochs"`
 	// StepTraining is how active learning retrains after each added point:
