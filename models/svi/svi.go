@@ -212,8 +212,11 @@ func (o *Objective) SetData(ds *datasets.Dataset) {
 // parameter, optimiser state and random stream.
 func (o *Objective) Grow(ds *datasets.Dataset, batch int) error {
 	if b := min(batch, ds.N); b != o.b {
-		old := slices.Clone(o.params)
+		old, prog := slices.Clone(o.params), o.prog
 		if err := o.build(b, ds.D); err != nil {
+			return err
+		}
+		if err := prog.Close(); err != nil {
 			return err
 		}
 		if !slices.Equal(old, o.params) {
