@@ -212,3 +212,18 @@ func evalNode(t *testing.T, g *G.ExprGraph, s *layers.Scope, n *G.Node) []float6
 	}
 	return append([]float64(nil), v...)
 }
+
+// BenchmarkEPFitcFit is one EP-FITC fit (30 L-BFGS iterations) on 140
+// points with M = 8, a thyroid-sized Table 1 problem.
+func BenchmarkEPFitcFit(b *testing.B) {
+	train := blobs(140, 9)
+	for i := 0; i < b.N; i++ {
+		m, err := New(opts("ep-fitc", 8, 30, 140, 1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Fit(context.Background(), train, FitConfig{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -129,9 +129,9 @@ func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*R
 			}
 			change = math.Max(change, math.Abs(tauNew-sites.Tau[i])/(1+math.Abs(sites.Tau[i])))
 			change = math.Max(change, math.Abs(nuNew-sites.Nu[i])/(1+math.Abs(sites.Nu[i])))
-			dTau := tauNew - sites.Tau[i]
+			dTau, dNu := tauNew-sites.Tau[i], nuNew-sites.Nu[i]
 			sites.Tau[i], sites.Nu[i] = tauNew, nuNew
-			if cfg.Parallel || dTau == 0 && nuNew == oldNu[i] {
+			if cfg.Parallel || dTau == 0 && dNu == 0 {
 				continue
 			}
 			// Rank-one update of Σ for the change of site i's precision,
@@ -152,7 +152,13 @@ func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*R
 					row[b] -= ca * sb
 				}
 			}
-			mulVec(sigma, sites.Nu, mu)
+			// μ = Σν̃ in O(N): with s the old column i of Σ,
+			// Σ'ν̃' = μ + Δν̃·s − c·s·(sᵀν̃'), and sᵀν̃' = sᵀν̃ + Δν̃·s_i where
+			// sᵀν̃ is the old μ_i.
+			stn := mu[i] + dNu*si[i]
+			for a := range mu {
+				mu[a] += si[a] * (dNu - c*stn)
+			}
 		}
 		// Refactorise from the sites: the rank-one updates accumulate
 		// round-off (Algorithm 3.5, line 12).
