@@ -39,7 +39,7 @@ func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 		_, err = solvers.TrainLBFGS(ctx, o, params, train.N, solvers.LBFGSSettings{
 			MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings,
 		})
-		if err != nil && !errors.Is(err, solvers.ErrLineSearch) {
+		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
 			return err
 		}
 	}

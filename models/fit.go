@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -128,7 +129,7 @@ func (m *Model) fitLBFGS(ctx context.Context, obj *svi.Objective, train *dataset
 		obj.Freeze(frozenFor(done))
 		res, err := solvers.TrainLBFGS(ctx, obj, obj.SolverParams(), train.N, solvers.LBFGSSettings{MaxIterations: phase, Warnings: cfg.Warnings})
 		done += phase
-		if err != nil && !errors.Is(err, solvers.ErrLineSearch) {
+		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
 			return done, err
 		}
 		if cfg.Callback != nil {
@@ -193,4 +194,22 @@ func (m *Model) givenNoise(ds *datasets.Dataset) []float64 {
 		out[i] = m.InputNoise().Var
 	}
 	return out
+}
+
+// lbfgsStopped turns the ends of an L-BFGS run that leave the parameters at
+// its best accepted point into nil: a failed line search, or a trial step
+// so wild that the objective became non-finite (TrainLBFGS restores the
+// best point; the second is reported as a warning). Other errors pass.
+func lbfgsStopped(err error, warn io.Writer) error {
+	switch {
+	case err == nil || errors.Is(err, solvers.ErrLineSearch):
+		return nil
+	case errors.Is(err, solvers.ErrNonFinite):
+		if warn == nil {
+			warn = os.Stderr
+		}
+		fmt.Fprintf(warn, "models: warning: L-BFGS stopped at its best point: %v\n", err)
+		return nil
+	}
+	return err
 }

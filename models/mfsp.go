@@ -51,7 +51,7 @@ func fitMF(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 	}
 	if len(o.params) > 0 {
 		_, err = solvers.TrainLBFGS(ctx, o, o.solverParams(), train.N, solvers.LBFGSSettings{MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings})
-		if err != nil && !errors.Is(err, solvers.ErrLineSearch) {
+		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
 			return err
 		}
 	}
