@@ -233,8 +233,8 @@ type methodKey struct {
 
 func (m Method) keyView() methodKey {
 	k := methodKey{Name: m.Name, Kind: m.Model, Variant: m.Variant, Likelihood: m.Likelihood, Inputs: m.Inputs}
-	if len(m.set) > 0 {
-		k.Training, k.Set = m.Training, m.set
+	if len(m.Set) > 0 {
+		k.Training, k.Set = m.Training, m.Set
 	}
 	return k
 }

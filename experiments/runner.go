@@ -56,12 +56,26 @@ type Result struct {
 	PointErr []float64 `json:"point_err,omitempty"`
 	// Curve holds predictions on an input grid (Figures 1 and 2).
 	Curve *Curve `json:"curve,omitempty"`
+	// Surface is a 2-D model's p(y=1) on a grid, with its inducing inputs
+	// and training data (the SVGP paper's Figure 1).
+	Surface *Surface `json:"surface,omitempty"`
 	// ALError and ALNLL are the test error and NLL after each added point
 	// (index 0: the initial training set), Figures 6 and 7.
 	ALError []float64 `json:"al_error,omitempty"`
 	ALNLL   []float64 `json:"al_nll,omitempty"`
 	// Finished is when the run ended (RFC 3339).
 	Finished string `json:"finished"`
+}
+
+// Surface is a 2-D binary model's p(y=1) on a grid.
+type Surface struct {
+	// X1 and X2 are the grid axes; P is len(X2)×len(X1), row-major.
+	X1     []float64 `json:"x1"`
+	X2     []float64 `json:"x2"`
+	P      []float64 `json:"p"`
+	Z      []float64 `json:"z"` // inducing inputs, M×2
+	TrainX []float64 `json:"train_x"`
+	TrainY []int     `json:"train_y"`
 }
 
 // Curve is a 1-D prediction curve: P[c][i] = p(y=c | X[i]).

@@ -186,8 +186,10 @@ type Method struct {
 	// every key given under it (any key of the spec's training:) replaces
 	// the spec's value, merged field by field (Spec.trainingFor).
 	Training *Training `yaml:"training" json:"training,omitempty"`
-	// set lists the keys given under training:, read from the YAML.
-	set []string
+	// Set lists the keys given under training:, read from the YAML (and
+	// kept in the resolved spec.json, which a report and a resumed run
+	// read back).
+	Set []string `yaml:"-" json:"training_keys,omitempty"`
 }
 
 // Table is one table of the report.
@@ -442,7 +444,7 @@ func (s *Spec) trainingFor(m Method) Training {
 	dst, src := reflect.ValueOf(&t).Elem(), reflect.ValueOf(m.Training).Elem()
 	for i := 0; i < dst.NumField(); i++ {
 		key, _, _ := strings.Cut(dst.Type().Field(i).Tag.Get("yaml"), ",")
-		if slices.Contains(m.set, key) {
+		if slices.Contains(m.Set, key) {
 			dst.Field(i).Set(src.Field(i))
 		}
 	}
@@ -576,7 +578,7 @@ func (s *Spec) validate() error {
 			return s.errAt(append(at, "variant"), "variant %q applies to models with observed inputs only (this one has %s inputs)", m.Variant, methodInputs(*m))
 		}
 		if m.Training != nil {
-			m.set = s.keysAt("methods", i, "training")
+			m.Set = s.keysAt("methods", i, "training")
 			t := *m.Training
 			if t.LR < 0 || t.Epochs < 0 || t.Batch < 0 || t.TestSamples < 0 || t.Inducing < 0 {
 				return s.errAt(append(at, "training"), "negative training override")
@@ -742,7 +744,7 @@ func (s *Spec) applyQuick() error {
 	// A quick budget replaces the methods' own overrides of the same keys.
 	for i := range s.Methods {
 		m := &s.Methods[i]
-		m.set = slices.DeleteFunc(slices.Clone(m.set), func(k string) bool {
+		m.Set = slices.DeleteFunc(slices.Clone(m.Set), func(k string) bool {
 			return (k == "lr" && q.LR > 0) || (k == "epochs" && q.Epochs > 0) || (k == "test_samples" && q.TestSamples > 0) || (k == "batch" && q.Batch > 0)
 		})
 	}

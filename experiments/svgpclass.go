@@ -17,8 +17,12 @@ import (
 func init() {
 	p := Paper{
 		Name:     "SVGP classification",
-		Families: map[string]RunFunc{"raetsch": raetschRun},
+		Families: map[string]RunFunc{"raetsch": raetschRun, "banana": bananaRun},
+		Figures:  map[string]FigureFunc{"svgp_fig1": bananaFigure},
 		Validate: func(s *Spec) error {
+			if s.Family == "banana" {
+				return nil
+			}
 			for i, d := range s.Datasets {
 				if _, _, ok := datasets.RatschSizes(d); !ok {
 					return s.errAt([]any{"datasets", i}, "unknown Rätsch data set %q (known: %s)", d, strings.Join(datasets.RatschNames(), ", "))
@@ -60,4 +64,51 @@ func raetschRun(ctx context.Context, e *env, r Run) (*Result, error) {
 type ratschSplit struct {
 	split
 	official bool
+}
+
+// bananaRun trains on the 400-point banana training set (IDA realisation 1,
+// the set of GPflow's Figure 1 replication), scores on realisation 1's 4900
+// test points, and records p(y=1) on a 50×50 grid over GPflow's window
+// [−3.25, 3.65] × [−2.85, 3.4] with the inducing inputs, for Figure 1.
+func bananaRun(ctx context.Context, e *env, r Run) (*Result, error) {
+	v, err := e.cached("banana", func() (any, error) {
+		train, test, _, err := datasets.RatschSplit(e.dataDir, "banana", 1, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &split{train: train, test: test, nTotal: train.N}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sp := v.(*split)
+	res, m, err := e.trainAndScore(ctx, r, sp.train, sp.test, sp.nTotal, false)
+	if err != nil || r.Split != 0 {
+		return res, err
+	}
+	const g = 50
+	s := &Surface{X1: make([]float64, g), X2: make([]float64, g), TrainX: sp.train.X, TrainY: sp.train.Y}
+	for i := 0; i < g; i++ {
+		s.X1[i] = -3.25 + 6.9*float64(i)/(g-1)
+		s.X2[i] = -2.85 + 6.25*float64(i)/(g-1)
+	}
+	x := make([]float64, 0, 2*g*g)
+	for _, b := range s.X2 {
+		for _, a := range s.X1 {
+			x = append(x, a, b)
+		}
+	}
+	p, err := m.Predict(x, g*g, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.P = make([]float64, g*g)
+	for i := range s.P {
+		s.P[i] = p[2*i+1]
+	}
+	if z := m.InducingInputs(); len(z) > 0 {
+		s.Z = z[0]
+	}
+	res.Surface = s
+	return res, nil
 }
