@@ -51,7 +51,9 @@ once products dominate) and the rate achieved.`)
 			return err
 		}
 		if p, _ := models.LookupPreset(k); p.Inference != "svi" {
-			return usagef("--model %s is fitted by %s, which has no training step to time", k, p.Inference)
+			// EP and the mean-field model fit by L-BFGS on the whole data
+			// set: their cost is seconds per fit, not per minibatch step.
+			return benchFits(ctx, stdout, k, *iters)
 		}
 		kinds = []string{k}
 	}
