@@ -141,7 +141,14 @@ func (rp *reporter) render(total int) {
 	rp.printf("# %s\n\n", s.Title)
 	rp.printf("Spec `%s` (family %s). Paper values: %s.\n\n", s.Name, s.Family, s.Source)
 	rp.printf("Budget: %s. Runs finished: %d of %d.\n\n", s.Budget, len(rp.results), total)
-	rp.printf("Cells read `ours ± standard error [n runs] · paper`; `—` means no value.\n\n")
+	switch rp.s.Protocol.Uncertainty {
+	case "median2sd":
+		rp.printf("Cells read `ours: median ± 2 standard deviations over the folds [n runs] · paper`; `—` means no value.\n\n")
+	case "bootstrap":
+		rp.printf("Cells read `ours ± bootstrap standard error over test points [n runs] · paper`; `—` means no value.\n\n")
+	default:
+		rp.printf("Cells read `ours ± standard error [n runs] · paper`; `—` means no value.\n\n")
+	}
 	for _, tb := range s.Tables {
 		switch tb.Kind {
 		case "confusion":
