@@ -167,7 +167,7 @@ func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 	case o.Posterior.Family == "full":
 		z = [][]float64{slices.Clone(train.X)}
 	case o.Posterior.ZInit == "kmeans":
-		c, err := cluster.KMeans(train.X, m.N, m.D, M, cluster.Config{Seed: o.Train.Seed, Sample: 20000})
+		c, err := cluster.KMeans(train.X, m.N, m.D, M, cluster.Config{Seed: o.Train.Seed, Sample: max(20000, M)})
 		if err != nil {
 			return fmt.Errorf("models: k-means inducing inputs: %w", err)
 		}
