@@ -2,8 +2,10 @@ package layers
 
 import (
 	"fmt"
-	"github.com/gpc-dev/gpc/graph"
 	"math"
+
+	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/solvers"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -132,6 +134,34 @@ func (s *Scope) Trainable() ([]*Param, G.Nodes) {
 		}
 	}
 	return ps, ns
+}
+
+// TrainableAmong returns, in binding order, the bound parameters that are
+// not Fixed and are among ps, with their raw nodes: the parameters an
+// objective differentiates, restricted to those its engine trains.
+func (s *Scope) TrainableAmong(ps []*Param) ([]*Param, G.Nodes) {
+	want := make(map[*Param]bool, len(ps))
+	for _, p := range ps {
+		want[p] = true
+	}
+	var out []*Param
+	var ns G.Nodes
+	for _, p := range s.order {
+		if !p.Fixed && want[p] {
+			out = append(out, p)
+			ns = append(ns, s.raw[p])
+		}
+	}
+	return out, ns
+}
+
+// AsSolverParams presents parameters to the solvers (name and storage).
+func AsSolverParams(ps []*Param) []solvers.Param {
+	out := make([]solvers.Param, len(ps))
+	for i, p := range ps {
+		out[i] = solvers.Param{Name: p.Name, Data: p.Data}
+	}
+	return out
 }
 
 // Sync refreshes scalar parameters' node values from their storage (tensor

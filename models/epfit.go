@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
@@ -34,7 +36,7 @@ func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 	if err != nil {
 		return err
 	}
-	params := o.solverParams()
+	params := layers.AsSolverParams(o.params)
 	if len(params) > 0 {
 		_, err = solvers.TrainLBFGS(ctx, o, params, train.N, solvers.LBFGSSettings{
 			MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings,
@@ -58,6 +60,7 @@ func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 // epObjective is minus the EP evidence as a function of the prior's
 // parameters, for solvers.TrainLBFGS.
 type epObjective struct {
+	jitterOf
 	m     *Model
 	n     int
 	y     []float64
@@ -91,7 +94,7 @@ func newEPObjective(m *Model, train *datasets.Dataset) (*epObjective, error) {
 	}
 	y, _ := m.lik.Targets(train.Y, m.C)
 	e := m.Opts.EP
-	o := &epObjective{m: m, n: train.N, y: y, lik: lik, sites: ep.NewSites(train.N),
+	o := &epObjective{jitterOf: jitterOf{m.post.JitterParam}, m: m, n: train.N, y: y, lik: lik, sites: ep.NewSites(train.N),
 		cfg: ep.Config{Damping: e.Damping, Tol: e.Tol, MaxSweeps: e.MaxSweeps, Parallel: e.Parallel}}
 	// Prior graph.
 	kg := G.NewGraph()
@@ -117,23 +120,10 @@ func newEPObjective(m *Model, train *datasets.Dataset) (*epObjective, error) {
 	if o.ev, err = ep.NewEvidence(ke); err != nil {
 		return nil, err
 	}
-	want := map[*layers.Param]bool{}
-	for _, k := range m.kernels {
-		for _, p := range k.Params() {
-			want[p] = true
-		}
-	}
-	for _, z := range m.post.Z {
-		want[z] = true
-	}
+	// The kernels' hyper-parameters and Z; q(u) is EP's output, not trained.
+	hyper, zs := m.freezeSets()
 	var wrt G.Nodes
-	bound, nodes := o.eScope.Trainable()
-	for i, p := range bound {
-		if want[p] {
-			o.params = append(o.params, p)
-			wrt = append(wrt, nodes[i])
-		}
-	}
+	o.params, wrt = o.eScope.TrainableAmong(append(slices.Collect(maps.Keys(hyper)), slices.Collect(maps.Keys(zs))...))
 	if len(wrt) > 0 {
 		if o.grads, err = graph.Grad(o.ev.Node, wrt...); err != nil {
 			return nil, fmt.Errorf("models: differentiating the EP evidence: %w", err)
@@ -171,14 +161,6 @@ func (m *Model) epPrior(s *layers.Scope, train *datasets.Dataset) (k, kzx, kzz *
 	return k, kzx, kzz, e.Err
 }
 
-func (o *epObjective) solverParams() []solvers.Param {
-	ps := make([]solvers.Param, len(o.params))
-	for i, p := range o.params {
-		ps[i] = solvers.Param{Name: p.Name, Data: p.Data}
-	}
-	return ps
-}
-
 // Step implements solvers.Objective: −log Z_EP and its gradient at the
 // current parameters (the batch is ignored: EP uses every row).
 func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
@@ -193,8 +175,10 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	// EP and the evidence's sites only read K, so one copy serves both and
+	// setPosterior.
 	o.kData = append(o.kData[:0], kd...)
-	K := mat.NewSymDense(o.n, append([]float64(nil), kd...))
+	K := mat.NewSymDense(o.n, o.kData)
 	res, err := ep.Run(K, o.y, o.lik, o.sites, o.cfg)
 	if err != nil && !errors.Is(err, ep.ErrNotConverged) {
 		// A failed factorisation leaves the sites unusable; restart them.
@@ -202,9 +186,7 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 		return 0, nil, fmt.Errorf("models: EP: %v: %w", err, solvers.ErrNotPositiveDefinite)
 	}
 	o.last = res
-	if err := o.ev.Set(o.sites, o.kData, res.LogZ); err != nil {
-		return 0, nil, err
-	}
+	o.ev.Set(o.sites)
 	if err := o.eScope.Sync(); err != nil {
 		return 0, nil, err
 	}
@@ -221,18 +203,6 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 		}
 	}
 	return -res.LogZ, o.gbuf, nil
-}
-
-// Jitter implements solvers.Jitterer.
-func (o *epObjective) Jitter() float64 { return o.m.post.JitterParam.Data[0] }
-
-// SetJitter implements solvers.Jitterer.
-func (o *epObjective) SetJitter(v float64) error {
-	if !(v > 0) {
-		return errors.New("models: jitter must be positive")
-	}
-	o.m.post.JitterParam.Data[0] = v
-	return nil
 }
 
 // setPosterior stores the last EP posterior as the model's q(u).
@@ -252,34 +222,22 @@ func (o *epObjective) setPosterior() error {
 	}
 	M := post.M
 	Kzx := mat.NewDense(M, n, append([]float64(nil), kzxD...))
-	K := mat.NewSymDense(n, append([]float64(nil), o.kData...))
-	// B = I + S̃^½ K̃ S̃^½; b = A⁻¹μ̃ = ν̃ − S̃^½ B⁻¹ S̃^½ K̃ ν̃;
-	// W = L_B⁻¹ S̃^½ K_XZ, S = K_ZZ − WᵀW.
-	sq := make([]float64, n)
-	for i, t := range o.sites.Tau {
-		sq[i] = math.Sqrt(math.Max(t, 0))
-	}
-	B := mat.NewSymDense(n, nil)
-	for i := 0; i < n; i++ {
-		for j := i; j < n; j++ {
-			v := sq[i] * K.At(i, j) * sq[j]
-			if i == j {
-				v++
-			}
-			B.SetSym(i, j, v)
-		}
-	}
-	var ch mat.Cholesky
-	if !ch.Factorize(B) {
-		return errors.New("models: EP-FITC: B is not positive definite")
-	}
-	var knu mat.VecDense
-	knu.MulVec(K, mat.NewVecDense(n, o.sites.Nu))
-	for i := 0; i < n; i++ {
-		knu.SetVec(i, sq[i]*knu.AtVec(i))
+	K := mat.NewSymDense(n, o.kData)
+	// b = A⁻¹μ̃ = ν̃ − S̃^½ B⁻¹ S̃^½ K̃ ν̃ with B = L Lᵀ = I + S̃^½ K̃ S̃^½;
+	// W = L⁻¹ S̃^½ K_XZ, S = K_ZZ − WᵀW.
+	L, sq, err := ep.FactorB(K, o.sites)
+	if err != nil {
+		return fmt.Errorf("models: EP-FITC: %w", err)
 	}
 	var t mat.VecDense
-	if err := ch.SolveVecTo(&t, &knu); err != nil {
+	t.MulVec(K, mat.NewVecDense(n, o.sites.Nu))
+	for i := 0; i < n; i++ {
+		t.SetVec(i, sq[i]*t.AtVec(i))
+	}
+	if err := t.SolveVec(L, &t); err != nil {
+		return err
+	}
+	if err := t.SolveVec(L.T(), &t); err != nil {
 		return err
 	}
 	b := mat.NewVecDense(n, nil)
@@ -289,8 +247,6 @@ func (o *epObjective) setPosterior() error {
 	var mu mat.VecDense
 	mu.MulVec(Kzx, b)
 	copy(post.Mean[0].Data, mu.RawVector().Data)
-	L := mat.NewTriDense(n, mat.Lower, nil)
-	ch.LTo(L)
 	sk := mat.NewDense(n, M, nil)
 	for i := 0; i < n; i++ {
 		for j := 0; j < M; j++ {
@@ -301,12 +257,11 @@ func (o *epObjective) setPosterior() error {
 	if err := W.Solve(L, sk); err != nil {
 		return err
 	}
-	var wtw mat.Dense
-	wtw.Mul(W.T(), &W)
 	S := mat.NewSymDense(M, nil)
+	S.SymOuterK(-1, W.T())
 	for i := 0; i < M; i++ {
 		for j := i; j < M; j++ {
-			S.SetSym(i, j, kzzD[i*M+j]-0.5*(wtw.At(i, j)+wtw.At(j, i)))
+			S.SetSym(i, j, kzzD[i*M+j]+S.At(i, j))
 		}
 	}
 	return post.SetL(0, cholOf(S, M))
@@ -337,4 +292,20 @@ func cholOf(S *mat.SymDense, n int) []float64 {
 		}
 		jit = math.Max(10*jit, 1e-12)
 	}
+}
+
+// jitterOf implements solvers.Jitterer on a posterior's jitter parameter,
+// for the full-batch engines.
+type jitterOf struct{ p *layers.Param }
+
+// Jitter implements solvers.Jitterer.
+func (j jitterOf) Jitter() float64 { return j.p.Data[0] }
+
+// SetJitter implements solvers.Jitterer.
+func (j jitterOf) SetJitter(v float64) error {
+	if !(v > 0) {
+		return errors.New("models: jitter must be positive")
+	}
+	j.p.Data[0] = v
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -50,7 +51,7 @@ func fitMF(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 		return err
 	}
 	if len(o.params) > 0 {
-		_, err = solvers.TrainLBFGS(ctx, o, o.solverParams(), train.N, solvers.LBFGSSettings{MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings})
+		_, err = solvers.TrainLBFGS(ctx, o, layers.AsSolverParams(o.params), train.N, solvers.LBFGSSettings{MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings})
 		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
 			return err
 		}
@@ -69,6 +70,7 @@ func fitMF(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 
 // mfObjective is minus the mean-field bound, maximised over a inside Step.
 type mfObjective struct {
+	jitterOf
 	m          *Model
 	n          int
 	s          *layers.Scope
@@ -92,7 +94,7 @@ type mfObjective struct {
 func newMFObjective(m *Model, train *datasets.Dataset) (*mfObjective, error) {
 	n := train.N
 	g := G.NewGraph()
-	o := &mfObjective{m: m, n: n, s: layers.NewScope(g), innerIters: 100}
+	o := &mfObjective{jitterOf: jitterOf{m.post.JitterParam}, m: m, n: n, s: layers.NewScope(g), innerIters: 100}
 	o.a = local.New("mf/a", 1, func(*datasets.Dataset, int, []float64) {})
 	o.a.Reset(train)
 	sign := make([]float64, n)
@@ -141,20 +143,13 @@ func newMFObjective(m *Model, train *datasets.Dataset) (*mfObjective, error) {
 	if e.Err != nil {
 		return nil, fmt.Errorf("models: mean-field bound: %w", e.Err)
 	}
-	want := map[*layers.Param]bool{}
-	for _, p := range m.trainable() {
-		want[p] = true
-	}
-	delete(want, m.post.Mean[0])
-	delete(want, m.post.LRaw[0])
-	wrt := G.Nodes{aN}
-	bound, nodes := s.Trainable()
-	for i, p := range bound {
-		if want[p] {
-			o.params = append(o.params, p)
-			wrt = append(wrt, nodes[i])
-		}
-	}
+	// Everything trainable but q(u), which the fit derives from ḡ.
+	trained := slices.DeleteFunc(m.trainable(), func(p *layers.Param) bool {
+		return p == m.post.Mean[0] || p == m.post.LRaw[0]
+	})
+	var wrt G.Nodes
+	o.params, wrt = s.TrainableAmong(trained)
+	wrt = append(G.Nodes{aN}, wrt...)
 	grads, err := graph.Grad(o.bound, wrt...)
 	if err != nil {
 		return nil, fmt.Errorf("models: differentiating the mean-field bound: %w", err)
@@ -167,14 +162,6 @@ func newMFObjective(m *Model, train *datasets.Dataset) (*mfObjective, error) {
 		o.gbuf = append(o.gbuf, make([]float64, len(p.Data)))
 	}
 	return o, nil
-}
-
-func (o *mfObjective) solverParams() []solvers.Param {
-	ps := make([]solvers.Param, len(o.params))
-	for i, p := range o.params {
-		ps[i] = solvers.Param{Name: p.Name, Data: p.Data}
-	}
-	return ps
 }
 
 // eval runs the graph at locations a and returns the bound.
@@ -230,18 +217,6 @@ func (o *mfObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 	return -l, o.gbuf, nil
 }
 
-// Jitter implements solvers.Jitterer.
-func (o *mfObjective) Jitter() float64 { return o.m.post.JitterParam.Data[0] }
-
-// SetJitter implements solvers.Jitterer.
-func (o *mfObjective) SetJitter(v float64) error {
-	if !(v > 0) {
-		return errors.New("models: jitter must be positive")
-	}
-	o.m.post.JitterParam.Data[0] = v
-	return nil
-}
-
 // setPosterior stores q(u) = N(K_mm P⁻¹ K_mn ḡ, K_mm P⁻¹ K_mm) from the last
 // evaluation.
 func (o *mfObjective) setPosterior() error {
@@ -258,27 +233,31 @@ func (o *mfObjective) setPosterior() error {
 	if err != nil {
 		return err
 	}
-	Kmm := mat.NewDense(M, M, append([]float64(nil), kzzD...))
+	Kmm := mat.NewSymDense(M, append([]float64(nil), kzzD...))
 	Kmn := mat.NewDense(M, n, append([]float64(nil), kzxD...))
+	// P = K_mm + K_mn K_nm.
 	P := mat.NewSymDense(M, nil)
-	var kk mat.Dense
-	kk.Mul(Kmn, Kmn.T())
-	for i := 0; i < M; i++ {
-		for j := i; j < M; j++ {
-			P.SetSym(i, j, Kmm.At(i, j)+0.5*(kk.At(i, j)+kk.At(j, i)))
-		}
-	}
+	P.SymOuterK(1, Kmn)
+	P.AddSym(P, Kmm)
 	var ch mat.Cholesky
 	if !ch.Factorize(P) {
 		return errors.New("models: mean-field: K_mm + K_mn K_nm is not positive definite")
 	}
-	var kg, pinv, mean mat.VecDense
-	kg.MulVec(Kmn, mat.NewVecDense(n, append([]float64(nil), gb...)))
-	if err := ch.SolveVecTo(&pinv, &kg); err != nil {
+	// meanOf is the DTC posterior mean of u for targets g: K_mm P⁻¹ K_mn g.
+	meanOf := func(g *mat.VecDense) ([]float64, error) {
+		var kg, pg, mg mat.VecDense
+		kg.MulVec(Kmn, g)
+		if err := ch.SolveVecTo(&pg, &kg); err != nil {
+			return nil, err
+		}
+		mg.MulVec(Kmm, &pg)
+		return mg.RawVector().Data, nil
+	}
+	mean, err := meanOf(mat.NewVecDense(n, append([]float64(nil), gb...)))
+	if err != nil {
 		return err
 	}
-	mean.MulVec(Kmm, &pinv)
-	copy(o.m.post.Mean[0].Data, mean.RawVector().Data)
+	copy(o.m.post.Mean[0].Data, mean)
 	if S := o.m.Opts.Posterior.MeanSamples; S > 0 {
 		// Prediction option (i): draws g ~ q(g) pushed through p(g* | g).
 		// Its mean is linear in g, K_*m P⁻¹ K_mn g = K_*m K_mm⁻¹ m(g) with
@@ -302,26 +281,19 @@ func (o *mfObjective) setPosterior() error {
 				u := lo + (1-lo)*rng.Float64()
 				gs.SetVec(i, o.a.Data[i]+sd*s*std.Quantile(u))
 			}
-			var kg, pg, mg mat.VecDense
-			kg.MulVec(Kmn, gs)
-			if err := ch.SolveVecTo(&pg, &kg); err != nil {
+			if o.m.meanSamples[k], err = meanOf(gs); err != nil {
 				return err
 			}
-			mg.MulVec(Kmm, &pg)
-			o.m.meanSamples[k] = append([]float64(nil), mg.RawVector().Data...)
 		}
 	}
-	var pk mat.Dense
-	if err := ch.SolveTo(&pk, Kmm); err != nil {
+	// S = K_mm P⁻¹ K_mm = VᵀV with V = L_P⁻¹ K_mm: symmetric by construction.
+	var lp mat.TriDense
+	ch.LTo(&lp)
+	var V mat.Dense
+	if err := V.Solve(&lp, Kmm); err != nil {
 		return err
 	}
-	var S mat.Dense
-	S.Mul(Kmm, &pk)
-	sym := mat.NewSymDense(M, nil)
-	for i := 0; i < M; i++ {
-		for j := i; j < M; j++ {
-			sym.SetSym(i, j, 0.5*(S.At(i, j)+S.At(j, i)))
-		}
-	}
-	return o.m.post.SetL(0, cholOf(sym, M))
+	S := mat.NewSymDense(M, nil)
+	S.SymOuterK(1, V.T())
+	return o.m.post.SetL(0, cholOf(S, M))
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -44,7 +45,7 @@ func TestNoModelNameTests(t *testing.T) {
 		for i, line := range strings.Split(string(b), "\n") {
 			for _, p := range patterns {
 				if p.MatchString(line) {
-					hits = append(hits, path+":"+itoa(i+1)+": "+strings.TrimSpace(line))
+					hits = append(hits, path+":"+strconv.Itoa(i+1)+": "+strings.TrimSpace(line))
 				}
 			}
 		}
@@ -56,15 +57,4 @@ func TestNoModelNameTests(t *testing.T) {
 	for _, h := range hits {
 		t.Error("model-name test outside the preset registry: " + h)
 	}
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }

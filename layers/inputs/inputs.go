@@ -22,8 +22,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
-	"sync"
 
 	G "gorgonia.org/gorgonia"
 
@@ -174,41 +172,24 @@ func (c Config) Validate() error {
 // Factory makes an input model from its settings.
 type Factory func(Config) Model
 
-var (
-	regMu    sync.Mutex
-	registry = map[string]Factory{}
-)
+var registry = layers.Registry[Factory]{Kind: "input model"}
 
 // Register adds an input model under name; it fails if the name is taken.
 func Register(name string, f Factory) error {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, ok := registry[name]; ok {
-		return fmt.Errorf("inputs: input model %q is already registered", name)
+	if err := registry.Register(name, f); err != nil {
+		return fmt.Errorf("inputs: %w", err)
 	}
-	registry[name] = f
 	return nil
 }
 
 // Names lists the registered input models, sorted.
-func Names() []string {
-	regMu.Lock()
-	defer regMu.Unlock()
-	var out []string
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func Names() []string { return registry.Names() }
 
 // New returns the input model registered under name.
 func New(name string, c Config) (Model, error) {
-	regMu.Lock()
-	f, ok := registry[name]
-	regMu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("inputs: unknown input model %q (want one of %v)", name, Names())
+	f, err := registry.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("inputs: %w", err)
 	}
 	return f(c.Defaults()), nil
 }

@@ -8,7 +8,6 @@ package likelihoods
 import (
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 
 	"gonum.org/v1/gonum/integrate/quad"
@@ -53,43 +52,26 @@ type Config struct {
 // Factory makes a likelihood from its settings.
 type Factory func(Config) Likelihood
 
-var (
-	regMu    sync.Mutex
-	registry = map[string]Factory{}
-)
+var registry = layers.Registry[Factory]{Kind: "likelihood"}
 
 // Register adds a likelihood under name (as the CLI, specs and saved
 // models name it); it fails if the name is taken.
 func Register(name string, f Factory) error {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, ok := registry[name]; ok {
-		return fmt.Errorf("likelihoods: likelihood %q is already registered", name)
+	if err := registry.Register(name, f); err != nil {
+		return fmt.Errorf("likelihoods: %w", err)
 	}
-	registry[name] = f
 	return nil
 }
 
 // Names lists the registered likelihoods, sorted.
-func Names() []string {
-	regMu.Lock()
-	defer regMu.Unlock()
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func Names() []string { return registry.Names() }
 
 // New returns the likelihood registered under name; zero settings take
 // their defaults.
 func New(name string, c Config) (Likelihood, error) {
-	regMu.Lock()
-	f, ok := registry[name]
-	regMu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("likelihoods: unknown likelihood %q (want one of %v)", name, Names())
+	f, err := registry.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("likelihoods: %w", err)
 	}
 	if c.Epsilon == 0 {
 		c.Epsilon = 1e-3

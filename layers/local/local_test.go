@@ -3,6 +3,7 @@ package local
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/gpc-dev/gpc/datasets"
@@ -58,7 +59,7 @@ func TestStepRejectsNonFinite(t *testing.T) {
 	if err == nil {
 		t.Fatal("NaN gradient accepted")
 	}
-	if want := "qx row 2"; !contains(err.Error(), want) {
+	if want := "qx row 2"; !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %q does not name %q", err, want)
 	}
 	for i := range before {
@@ -86,13 +87,4 @@ func TestGrow(t *testing.T) {
 	if err := p.Step([]int{2}, []float64{1}); err != nil {
 		t.Fatalf("new row has no optimiser state: %v", err)
 	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }

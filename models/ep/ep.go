@@ -95,7 +95,7 @@ func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*R
 	case !(cfg.Damping > 0 && cfg.Damping <= 1):
 		return nil, fmt.Errorf("ep: damping %v outside (0, 1]", cfg.Damping)
 	}
-	mu, sigma, err := posterior(K, sites)
+	mu, sigma, L, err := posterior(K, sites)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*R
 		}
 		// Refactorise from the sites: the rank-one updates accumulate
 		// round-off (Algorithm 3.5, line 12).
-		if mu, sigma, err = posterior(K, sites); err != nil {
+		if mu, sigma, L, err = posterior(K, sites); err != nil {
 			return nil, err
 		}
 		res.Sweeps = sweep
@@ -172,7 +172,7 @@ func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*R
 		}
 	}
 	res.Mean, res.Cov = mu, sigma
-	if res.LogZ, err = evidence(K, y, lik, sites, mu, sigma); err != nil {
+	if res.LogZ, err = evidence(L, y, lik, sites, mu, sigma); err != nil {
 		return nil, err
 	}
 	if !res.Converged {
@@ -202,12 +202,13 @@ func mulVec(a *mat.SymDense, x, dst []float64) {
 }
 
 // posterior returns μ = Σν̃ and Σ = K − K S̃^½ B⁻¹ S̃^½ K with
-// B = I + S̃^½ K S̃^½ (R&W Algorithm 3.5, line 12), stable for τ̃ = 0.
-func posterior(K *mat.SymDense, s *Sites) ([]float64, *mat.SymDense, error) {
+// B = I + S̃^½ K S̃^½ (R&W Algorithm 3.5, line 12), stable for τ̃ = 0, and
+// B's Cholesky factor, which the evidence needs too.
+func posterior(K *mat.SymDense, s *Sites) ([]float64, *mat.SymDense, *mat.TriDense, error) {
 	n := K.SymmetricDim()
-	L, sq, err := factorB(K, s)
+	L, sq, err := FactorB(K, s)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// V = L⁻¹ S̃^½ K, Σ = K − VᵀV.
 	sk := mat.NewDense(n, n, nil)
@@ -218,7 +219,7 @@ func posterior(K *mat.SymDense, s *Sites) ([]float64, *mat.SymDense, error) {
 	}
 	var V mat.Dense
 	if err := V.Solve(L, sk); err != nil {
-		return nil, nil, fmt.Errorf("ep: %w", err)
+		return nil, nil, nil, fmt.Errorf("ep: %w", err)
 	}
 	sigma := mat.NewSymDense(n, nil)
 	var vtv mat.SymDense
@@ -230,11 +231,13 @@ func posterior(K *mat.SymDense, s *Sites) ([]float64, *mat.SymDense, error) {
 	}
 	mu := make([]float64, n)
 	mulVec(sigma, s.Nu, mu)
-	return mu, sigma, nil
+	return mu, sigma, L, nil
 }
 
-// factorB returns the Cholesky factor of B = I + S̃^½ K S̃^½ and S̃^½.
-func factorB(K *mat.SymDense, s *Sites) (*mat.TriDense, []float64, error) {
+// FactorB returns the lower Cholesky factor of B = I + S̃^½ K S̃^½ and the
+// diagonal of S̃^½: the stable form in which EP's posterior, its evidence
+// and a FITC posterior over inducing outputs are all written.
+func FactorB(K *mat.SymDense, s *Sites) (*mat.TriDense, []float64, error) {
 	n := K.SymmetricDim()
 	sq := make([]float64, n)
 	for i, t := range s.Tau {
@@ -265,12 +268,9 @@ func factorB(K *mat.SymDense, s *Sites) (*mat.TriDense, []float64, error) {
 // evidence is log Z_EP at the sites (R&W eq. 3.65, in GPML's stable form):
 // Σ log Ẑ_i at the cavities, minus what the site normalisers and the
 // Gaussian part cancel.
-func evidence(K *mat.SymDense, y []float64, lik Tilted, s *Sites, mu []float64, sigma *mat.SymDense) (float64, error) {
+// L is B's factor from the posterior.
+func evidence(L *mat.TriDense, y []float64, lik Tilted, s *Sites, mu []float64, sigma *mat.SymDense) (float64, error) {
 	n := len(y)
-	L, _, err := factorB(K, s)
-	if err != nil {
-		return 0, err
-	}
 	var logDetL, sumLZ, t1, t2, t3, t4 float64
 	for i := 0; i < n; i++ {
 		logDetL += math.Log(L.At(i, i))
@@ -286,12 +286,9 @@ func evidence(K *mat.SymDense, y []float64, lik Tilted, s *Sites, mu []float64, 
 		t3 += s.Nu[i] * s.Nu[i] / (tauC + s.Tau[i])
 		t4 += math.Log1p(s.Tau[i] / tauC)
 	}
-	for i := 0; i < n; i++ {
-		var row float64
-		for j := 0; j < n; j++ {
-			row += sigma.At(i, j) * s.Nu[j]
-		}
-		t1 += s.Nu[i] * row
+	// ν̃ᵀΣν̃ = ν̃ᵀμ.
+	for i, nu := range s.Nu {
+		t1 += nu * mu[i]
 	}
 	nlZ := logDetL - sumLZ - t1/2 - t2/2 + t3/2 - t4/2
 	return -nlZ, nil

@@ -131,18 +131,8 @@ func (o *Objective) build(b, d int) error {
 	if e.Err != nil {
 		return e.Err
 	}
-	want := map[*layers.Param]bool{}
-	for _, q := range p.Params {
-		want[q] = true
-	}
 	var wrt G.Nodes
-	bound, nodes := o.s.Trainable()
-	for i, q := range bound {
-		if want[q] {
-			o.params = append(o.params, q)
-			wrt = append(wrt, nodes[i])
-		}
-	}
+	o.params, wrt = o.s.TrainableAmong(p.Params)
 	for _, l := range o.locals {
 		wrt = append(wrt, l.node)
 	}
@@ -337,13 +327,7 @@ func (o *Objective) StepLocal(b solvers.Batch) error {
 func (o *Objective) Params() []*layers.Param { return o.params }
 
 // SolverParams returns the global parameters as the solvers see them.
-func (o *Objective) SolverParams() []solvers.Param {
-	ps := make([]solvers.Param, len(o.params))
-	for i, p := range o.params {
-		ps[i] = solvers.Param{Name: p.Name, Data: p.Data}
-	}
-	return ps
-}
+func (o *Objective) SolverParams() []solvers.Param { return layers.AsSolverParams(o.params) }
 
 // Cost is the negative-ELBO node, for gradient checks.
 func (o *Objective) Cost() *G.Node { return o.cost }
