@@ -198,13 +198,14 @@ func (m *Model) givenNoise(ds *datasets.Dataset) []float64 {
 
 // lbfgsStopped turns the ends of an L-BFGS run that leave the parameters at
 // its best accepted point into nil: a failed line search, or a trial step
-// so wild that the objective became non-finite (TrainLBFGS restores the
-// best point; the second is reported as a warning). Other errors pass.
+// so wild that the objective became non-finite or its matrices could not be
+// factorised at any jitter (TrainLBFGS restores the best point; these are
+// reported as a warning). Other errors pass.
 func lbfgsStopped(err error, warn io.Writer) error {
 	switch {
 	case err == nil || errors.Is(err, solvers.ErrLineSearch):
 		return nil
-	case errors.Is(err, solvers.ErrNonFinite):
+	case errors.Is(err, solvers.ErrNonFinite), errors.Is(err, solvers.ErrTrialFailed):
 		if warn == nil {
 			warn = os.Stderr
 		}

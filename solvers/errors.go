@@ -17,6 +17,13 @@ var ErrNotPositiveDefinite = graph.ErrNotPositiveDefinite
 // can detect "training diverged" without parsing messages.
 var ErrNonFinite = errors.New("solvers: non-finite value")
 
+// ErrTrialFailed is returned (wrapped) by TrainLBFGS when a line-search
+// trial point cannot be evaluated even at the largest jitter: a step so
+// wild that the model's matrices lost positive definiteness. The
+// parameters are then at the best point already accepted, so a caller may
+// treat it as the end of the run rather than as a failed fit.
+var ErrTrialFailed = errors.New("solvers: L-BFGS trial point could not be evaluated")
+
 // ErrStopTraining may be returned (possibly wrapped) by TrainConfig.Callback
 // to end training early as a success, e.g. for early stopping; Train then
 // returns the history with a nil error. Any other callback error is reported.

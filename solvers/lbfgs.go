@@ -423,6 +423,10 @@ func TrainLBFGS(ctx context.Context, obj Objective, params []Param, n int, setti
 		if err := Unflatten(params, x); err != nil {
 			return 0, err
 		}
+		start := math.NaN()
+		if jit.j != nil {
+			start = jit.j.Jitter()
+		}
 		for {
 			loss, grads, err := obj.Step(batch)
 			if err == nil {
@@ -432,7 +436,15 @@ func TrainLBFGS(ctx context.Context, obj Objective, params []Param, n int, setti
 				return 0, err
 			}
 			if herr := jit.handle(err, fmt.Sprintf("L-BFGS evaluation %d", evals)); herr != nil {
-				return 0, herr
+				if evals == 1 || jit.j == nil {
+					return 0, herr
+				}
+				// A trial point, not the start: the accepted points were
+				// evaluated at the jitter this evaluation began with.
+				if serr := jit.j.SetJitter(start); serr != nil {
+					return 0, herr
+				}
+				return 0, fmt.Errorf("%w: %w", ErrTrialFailed, herr)
 			}
 			if cerr := ctx.Err(); cerr != nil {
 				return 0, cerr

@@ -966,3 +966,45 @@ func axpy(alpha float64, x, y []float64) {
 		y[i] += alpha * x[i]
 	}
 }
+
+// wallQuadratic is (x−3)², whose factorisation fails at every jitter for
+// x > 1: L-BFGS's trial steps from 0 overshoot into the wall.
+type wallQuadratic struct {
+	x      []float64
+	jitter float64
+}
+
+func (w *wallQuadratic) Jitter() float64 { return w.jitter }
+func (w *wallQuadratic) SetJitter(j float64) error {
+	w.jitter = j
+	return nil
+}
+func (w *wallQuadratic) Step(Batch) (float64, [][]float64, error) {
+	if w.x[0] > 1 {
+		return 0, nil, fmt.Errorf("model: cholesky: %w", ErrNotPositiveDefinite)
+	}
+	d := w.x[0] - 3
+	return d * d, [][]float64{{2 * d}}, nil
+}
+
+func TestTrainLBFGSTrialFailureKeepsBestPoint(t *testing.T) {
+	w := &wallQuadratic{x: []float64{0}, jitter: 1e-6}
+	var warn bytes.Buffer
+	res, err := TrainLBFGS(context.Background(), w, []Param{{Name: "x", Data: w.x}}, 1, LBFGSSettings{MaxIterations: 50, Warnings: &warn})
+	if !errors.Is(err, ErrTrialFailed) || !errors.Is(err, ErrNotPositiveDefinite) {
+		t.Fatalf("got %v, want ErrTrialFailed wrapping ErrNotPositiveDefinite", err)
+	}
+	if w.x[0] > 1 || res.X[0] != w.x[0] || res.F >= 9 {
+		t.Fatalf("params %v, result %+v: want the best accepted point (x ≤ 1, f < 9)", w.x, res)
+	}
+	if w.jitter != 1e-6 {
+		t.Fatalf("jitter %g, want it restored to 1e-6", w.jitter)
+	}
+
+	// At the starting point the same failure is the run's error, not a trial's.
+	w = &wallQuadratic{x: []float64{2}, jitter: 1e-6}
+	_, err = TrainLBFGS(context.Background(), w, []Param{{Name: "x", Data: w.x}}, 1, LBFGSSettings{MaxIterations: 50, Warnings: &warn})
+	if err == nil || errors.Is(err, ErrTrialFailed) || !errors.Is(err, ErrNotPositiveDefinite) {
+		t.Fatalf("got %v, want a plain Cholesky failure", err)
+	}
+}
