@@ -19,6 +19,7 @@ const usage = `usage:
                      [--methods a,b] [--datasets x,y] [--workers W]
                      [--data-dir D] [--quick] [--dry-run]
   gpc experiment report DIR [--data-dir D]
+  gpc experiment splice FILE.md [--root R] [--data-dir D]
 
 run expands the spec's grid (data sets × settings × methods × splits), runs
 it on W parallel workers and appends one JSON line per finished run to
@@ -27,6 +28,10 @@ with --quick). Rerunning the same command skips the finished runs, so an
 interrupted experiment resumes without losing or repeating work. It then
 writes DIR/report.md, DIR/report.json and the spec's figures (PNG).
 report re-renders them from DIR/results.jsonl.
+splice rewrites the generated blocks of a markdown file (such as
+docs/REPRODUCTION.md): <!-- gpc:table DIR ID --> … <!-- gpc:end --> gets
+table ID of the results in DIR (relative to R, default .) with its computed
+verdict, <!-- gpc:rule --> … <!-- gpc:end --> the verdict rule.
 `
 
 // Main is the `gpc experiment` command: args are the words after
@@ -46,6 +51,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return mainRun(ctx, args[1:], stdout, stderr)
 	case "report":
 		return mainReport(args[1:], stdout, stderr)
+	case "splice":
+		return mainSplice(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "gpc experiment: unknown command %q\n\n%s", args[0], usage)
 	return 2
@@ -163,5 +170,32 @@ func mainReport(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(pos[0], "report.md"), filepath.Join(pos[0], "report.json"))
+	return 0
+}
+
+func mainSplice(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gpc experiment splice", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", "", "data directory (for generated tables)")
+	root := fs.String("root", ".", "directory the blocks' results paths are relative to")
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "gpc experiment splice: want one FILE\n\n%s", usage)
+		return 2
+	}
+	changed, err := SpliceFile(pos[0], *root, *dataDir)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if changed {
+		fmt.Fprintf(stdout, "rewrote the generated blocks of %s\n", pos[0])
+	} else {
+		fmt.Fprintf(stdout, "%s is up to date\n", pos[0])
+	}
 	return 0
 }

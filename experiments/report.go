@@ -25,12 +25,24 @@ type Cell struct {
 	N       int      `json:"n"`
 	// Paper is the paper's mean (its ± is in report.md and the spec).
 	Paper *float64 `json:"paper"`
+	// Large marks our value as above the table's large_above threshold.
+	Large bool `json:"large,omitempty"`
+	// Verdict is the computed verdict of the cell (VerdictRule): agrees,
+	// better, worse or differs; empty where there is nothing to compare.
+	Verdict string `json:"verdict,omitempty"`
+}
+
+// TableVerdict is a table's computed verdict in report.json.
+type TableVerdict struct {
+	Table   string `json:"table"`
+	Verdict string `json:"verdict"`
 }
 
 // ReportJSON is the layout of report.json.
 type ReportJSON struct {
-	Spec  *Spec  `json:"spec"`
-	Cells []Cell `json:"cells"`
+	Spec     *Spec          `json:"spec"`
+	Cells    []Cell         `json:"cells"`
+	Verdicts []TableVerdict `json:"verdicts"`
 }
 
 // stat is a mean with its standard error and count.
@@ -92,6 +104,13 @@ type reporter struct {
 	by    map[string][]Result
 	cells []Cell
 	md    strings.Builder
+	// planned counts the grid's runs per dataset|setting|method.
+	planned  map[string]int
+	verdicts []TableVerdict
+	// tables holds each table's markdown by ID, and total the grid's
+	// size, for Splice.
+	tables map[string]string
+	total  int
 }
 
 func groupKey(d, s, m string) string { return d + "|" + s + "|" + m }
@@ -100,31 +119,15 @@ func groupKey(d, s, m string) string { return d + "|" + s + "|" + m }
 // DIR/results.jsonl and the spec saved by Execute. Only results of the
 // saved grid are used, so stale lines from another budget are ignored.
 func Report(dir, dataDir string) error {
-	s, err := loadResolved(dir)
-	if err != nil {
-		return fmt.Errorf("report: %w (was the experiment run into %s?)", err, dir)
-	}
-	st, err := openStore(dir)
+	rp, total, err := newReporter(dir, dataDir)
 	if err != nil {
 		return err
 	}
-	keys := map[string]bool{}
-	for _, r := range Expand(s) {
-		keys[r.Key] = true
-	}
-	rp := &reporter{s: s, dir: dir, dataDir: dataDir, by: map[string][]Result{}}
-	for _, r := range st.results() {
-		if keys[r.Key] {
-			rp.results = append(rp.results, r)
-			k := groupKey(r.Dataset, r.Setting, r.Method)
-			rp.by[k] = append(rp.by[k], r)
-		}
-	}
-	rp.render(len(keys))
+	rp.render(total)
 	if err := writeFileAtomic(filepath.Join(dir, "report.md"), []byte(rp.md.String())); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(ReportJSON{Spec: s, Cells: rp.cells}, "", "  ")
+	b, err := json.MarshalIndent(ReportJSON{Spec: rp.s, Cells: rp.cells, Verdicts: rp.verdicts}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -132,6 +135,34 @@ func Report(dir, dataDir string) error {
 		return err
 	}
 	return rp.figures()
+}
+
+// newReporter loads a results directory's spec and the results of its
+// grid; total is the grid's size.
+func newReporter(dir, dataDir string) (*reporter, int, error) {
+	s, err := loadResolved(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("report: %w (was the experiment run into %s?)", err, dir)
+	}
+	st, err := openStore(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	keys := map[string]bool{}
+	planned := map[string]int{}
+	for _, r := range Expand(s) {
+		keys[r.Key] = true
+		planned[groupKey(r.Dataset, r.Setting.Name, r.Method.Name)]++
+	}
+	rp := &reporter{s: s, dir: dir, dataDir: dataDir, by: map[string][]Result{}, planned: planned}
+	for _, r := range st.results() {
+		if keys[r.Key] {
+			rp.results = append(rp.results, r)
+			k := groupKey(r.Dataset, r.Setting, r.Method)
+			rp.by[k] = append(rp.by[k], r)
+		}
+	}
+	return rp, len(keys), nil
 }
 
 func (rp *reporter) printf(format string, args ...any) { fmt.Fprintf(&rp.md, format, args...) }
@@ -149,7 +180,10 @@ func (rp *reporter) render(total int) {
 	default:
 		rp.printf("Cells read `ours ± standard error [n runs] · paper`; `—` means no value.\n\n")
 	}
+	rp.printf("Verdict marks: ✓ agrees, ✗− ours better, ✗+ ours worse, ✗ differs, by the rule:\n\n%s\n\n", quote(VerdictRule))
+	rp.tables = map[string]string{}
 	for _, tb := range s.Tables {
+		start := rp.md.Len()
 		switch tb.Kind {
 		case "confusion":
 			rp.confusionTable(tb)
@@ -160,6 +194,7 @@ func (rp *reporter) render(total int) {
 		default:
 			rp.resultsTable(tb)
 		}
+		rp.tables[tb.ID] = rp.md.String()[start:]
 	}
 	if len(s.Figures) > 0 {
 		rp.printf("## Figures\n\n")
@@ -206,12 +241,26 @@ func paperValue(tb Table, setting, dataset string, col int) (string, bool) {
 
 // pcell adds a report.json cell and returns its markdown text.
 func (rp *reporter) pcell(tb Table, dataset, setting, method, metric string, st stat, paper string) string {
+	text, _ := rp.judgedCell(tb, dataset, setting, method, metric, st, paper, false)
+	return text
+}
+
+// judgedCell adds a report.json cell and returns its markdown text and,
+// when judge is set and both sides have a value, its verdict (VerdictRule).
+func (rp *reporter) judgedCell(tb Table, dataset, setting, method, metric string, st stat, paper string, judgeIt bool) (string, *judged) {
 	c := Cell{Table: tb.ID, Dataset: dataset, Setting: setting, Method: method, Metric: metric, N: st.n}
+	j := &judged{}
 	ours := "—"
-	if st.n > 0 && !math.IsNaN(st.mean) {
+	hasOurs := st.n > 0 && !math.IsNaN(st.mean)
+	if hasOurs {
 		m, e := st.mean, st.se
 		c.Mean, c.Stderr = &m, &e
 		ours = fmt.Sprintf("%s±%s [%d]", fmtNum(m), fmtNum(e), st.n)
+		j.ours, j.uOurs = m, rp.ourUncertainty(st)
+		if tb.LargeAbove > 0 && m > tb.LargeAbove {
+			c.Large, j.oursLarge = true, true
+			ours = "Large (" + ours + ")"
+		}
 	}
 	pp := "—"
 	if paper != "" && paper != "-" {
@@ -220,12 +269,30 @@ func (rp *reporter) pcell(tb Table, dataset, setting, method, metric string, st 
 		if i := strings.LastIndex(paper, "= "); i >= 0 {
 			paper = paper[i+2:]
 		}
-		if m, _, ok := parsePaperValue(paper); ok {
+		if m, pm, ok := parsePaperValue(paper); ok {
 			c.Paper = &m
+			j.paper, j.uPaper, j.round, j.has = m, paperUncertainty(tb, pm), roundoff(paper), true
+		} else if paper == "Large" {
+			j.paperLarge, j.has = true, true
 		}
 	}
+	// A single run has no spread to judge by (bootstrap cells have theirs).
+	j.has = j.has && hasOurs && (st.n >= 2 || rp.s.Protocol.Uncertainty == "bootstrap")
+	if judgeIt && j.has {
+		judge(j, metric)
+		c.Verdict = j.verdict
+		pp += mark(j.verdict)
+	}
 	rp.cells = append(rp.cells, c)
-	return ours + " · " + pp
+	if !judgeIt {
+		return ours + " · " + pp, nil
+	}
+	return ours + " · " + pp, j
+}
+
+// quote renders text as a markdown block quote.
+func quote(text string) string {
+	return "> " + strings.ReplaceAll(text, "\n", "\n> ")
 }
 
 // fmtNum prints 3 significant digits, like the paper.
@@ -294,16 +361,38 @@ func (rp *reporter) resultsTable(tb Table) {
 		sep += "---|"
 	}
 	rp.printf("%s\n%s\n", hdr, sep)
+	tv := &tableVerdict{timing: tb.Metric == "seconds_per_epoch", undirected: direction(tb.Metric) == 0}
 	for _, st := range rp.tableSettings(tb) {
 		for _, d := range rp.s.Datasets {
 			row := "| " + st.Name + " |"
 			if multiData {
 				row += " " + d + " |"
 			}
+			js := make([]*judged, len(methods))
 			for j, m := range methods {
 				pv, _ := paperValue(tb, st.Name, d, j)
-				row += " " + rp.pcell(tb, d, st.Name, m, tb.Metric, rp.statFor(rp.by[groupKey(d, st.Name, m)], tb.Metric), pv) + " |"
+				k := groupKey(d, st.Name, m)
+				text, jc := rp.judgedCell(tb, d, st.Name, m, tb.Metric, rp.statFor(rp.by[k], tb.Metric), pv, true)
+				row += " " + text + " |"
+				if jc != nil && jc.has {
+					js[j] = jc
+					tv.compared++
+					if jc.verdict == verdictAgrees {
+						tv.agree++
+					}
+				}
+				if rp.planned[k] > 0 {
+					tv.cells++
+					if len(rp.by[k]) >= rp.planned[k] {
+						tv.complete++
+					}
+				}
 			}
+			name := d
+			if len(rp.tableSettings(tb)) > 1 {
+				name = st.Name + "/" + d
+			}
+			tv.addRow(name, methods, js, tb.Metric)
 			rp.printf("%s\n", row)
 		}
 		if tb.Ranks {
@@ -319,7 +408,8 @@ func (rp *reporter) resultsTable(tb Table) {
 			rp.printf("%s\n", row)
 		}
 	}
-	rp.printf("\n")
+	rp.printf("\nVerdict (computed): %s.\n\n", tv.text())
+	rp.verdicts = append(rp.verdicts, TableVerdict{Table: tb.ID, Verdict: tv.text()})
 	if tb.Note != "" {
 		rp.printf("%s\n\n", tb.Note)
 	}

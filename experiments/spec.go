@@ -211,6 +211,16 @@ type Table struct {
 	Paper []PaperRow `yaml:"paper" json:"paper"`
 	// Note is printed under the table.
 	Note string `yaml:"note" json:"note"`
+	// PaperPM says what the paper's ± is, for the computed verdicts: se
+	// (a standard error, the default), sd (a standard deviation over
+	// PaperN runs) or 2sd (two standard deviations over PaperN runs around
+	// a median), or none.
+	PaperPM string `yaml:"paper_pm" json:"paper_pm,omitempty"`
+	// PaperN is the number of runs behind the paper's ± when it is sd or 2sd.
+	PaperN int `yaml:"paper_n" json:"paper_n,omitempty"`
+	// LargeAbove marks our cells above it "Large", the paper's word for a
+	// value dominated by hugely confident wrong predictions (0: never).
+	LargeAbove float64 `yaml:"large_above" json:"large_above,omitempty"`
 }
 
 // PaperRow holds the paper's values for one row of a table: one value per
@@ -658,6 +668,15 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 		cols = 3
 	case "data":
 		cols = 3
+	}
+	if !slices.Contains([]string{"", "se", "sd", "2sd", "none"}, tb.PaperPM) {
+		return s.errAt(append(at, "paper_pm"), "table %s: paper_pm %q: want se, sd, 2sd or none", tb.ID, tb.PaperPM)
+	}
+	if (tb.PaperPM == "sd" || tb.PaperPM == "2sd") && tb.PaperN < 2 {
+		return s.errAt(append(at, "paper_n"), "table %s: paper_pm %s needs paper_n ≥ 2 (the runs behind the paper's ±), got %d", tb.ID, tb.PaperPM, tb.PaperN)
+	}
+	if tb.PaperN < 0 || tb.LargeAbove < 0 || math.IsNaN(tb.LargeAbove) || math.IsInf(tb.LargeAbove, 0) {
+		return s.errAt(at, "table %s: paper_n and large_above must be finite and ≥ 0", tb.ID)
 	}
 	for j, r := range tb.Paper {
 		rat := append(slices.Clone(at), "paper", j)

@@ -1,0 +1,130 @@
+package experiments
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRoundoff(t *testing.T) {
+	for v, want := range map[string]float64{".11±.05": 0.005, "0.758±0.022": 0.0005, "12": 0.5, "7.19": 0.005, "1.5e-3": 0.05} {
+		if got := roundoff(v); got < want*0.999 || got > want*1.001 {
+			t.Errorf("roundoff(%q) = %g, want %g", v, got, want)
+		}
+	}
+}
+
+func TestJudgeCells(t *testing.T) {
+	cases := []struct {
+		name string
+		c    judged
+		want string
+	}{
+		{"within", judged{ours: 0.50, uOurs: 0.02, paper: 0.46, uPaper: 0.01, round: 0.005, has: true}, verdictAgrees},
+		{"worse", judged{ours: 0.60, uOurs: 0.02, paper: 0.46, uPaper: 0.01, round: 0.005, has: true}, verdictWorse},
+		{"better", judged{ours: 0.30, uOurs: 0.02, paper: 0.46, uPaper: 0.01, round: 0.005, has: true}, verdictBetter},
+		{"rounding only", judged{ours: 0.114, paper: 0.11, round: 0.005, has: true}, verdictAgrees},
+		{"large both", judged{oursLarge: true, paperLarge: true, has: true}, verdictAgrees},
+		{"paper large", judged{ours: 0.1, paperLarge: true, has: true}, verdictBetter},
+		{"ours large", judged{oursLarge: true, paper: 0.1, has: true}, verdictWorse},
+	}
+	for _, c := range cases {
+		judge(&c.c, "nll")
+		if c.c.verdict != c.want {
+			t.Errorf("%s: %s, want %s", c.name, c.c.verdict, c.want)
+		}
+	}
+	c := judged{ours: 2, paper: 1, has: true, round: 0.005}
+	if judge(&c, "learned_noise"); c.verdict != verdictDiffers {
+		t.Errorf("undirected metric: %s", c.verdict)
+	}
+}
+
+func TestTableVerdictRule(t *testing.T) {
+	names := []string{"A", "B", "C"}
+	cell := func(ours, paper float64) *judged {
+		return &judged{ours: ours, uOurs: 0.01, paper: paper, uPaper: 0.01, round: 0.005, has: true}
+	}
+	// The paper orders A < B < C clearly; ours keeps it: reproduced.
+	tv := &tableVerdict{compared: 3, agree: 3, cells: 3, complete: 3}
+	tv.addRow("d", names, []*judged{cell(0.1, 0.1), cell(0.3, 0.3), cell(0.5, 0.5)}, "nll")
+	if tv.pairs != 3 || tv.reversed != 0 || !strings.HasPrefix(tv.text(), "**reproduced**") {
+		t.Fatalf("%+v: %s", tv, tv.text())
+	}
+	// Ours reverses A and C significantly: one of three orderings, and the
+	// cells disagree: not reproduced.
+	tv = &tableVerdict{compared: 3, agree: 1, cells: 4, complete: 3}
+	tv.addRow("d", names, []*judged{cell(0.5, 0.1), cell(0.3, 0.3), cell(0.1, 0.5)}, "nll")
+	if tv.reversed != 3 || !strings.HasPrefix(tv.text(), "**not reproduced**") || !strings.Contains(tv.text(), "d: paper A < B") || !strings.Contains(tv.text(), "partial: 3 of 4 cells") {
+		t.Fatalf("%+v: %s", tv, tv.text())
+	}
+	// A tie in ours is not a reversal; 2 of 3 cells agree: partly.
+	tv = &tableVerdict{compared: 3, agree: 2, cells: 3, complete: 3}
+	tv.addRow("d", names, []*judged{cell(0.3, 0.1), cell(0.3, 0.3), cell(0.5, 0.5)}, "nll")
+	if tv.reversed != 0 || !strings.HasPrefix(tv.text(), "**partly reproduced**") {
+		t.Fatalf("%+v: %s", tv, tv.text())
+	}
+	// Large in the paper ranks after every number.
+	tv = &tableVerdict{}
+	tv.addRow("d", names[:2], []*judged{{ours: 0.5, has: true, paperLarge: true}, cell(0.1, 0.1)}, "nll")
+	if tv.pairs != 1 || tv.reversed != 0 {
+		t.Fatalf("%+v", tv)
+	}
+}
+
+func TestSpliceBlocks(t *testing.T) {
+	doc := "# Title\n<!-- gpc:rule -->\nstale text\n<!-- gpc:end -->\nprose stays\n"
+	out, err := Splice([]byte(doc), ".", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Title\n<!-- gpc:rule -->\n" + quote(VerdictRule) + "\n<!-- gpc:end -->\nprose stays\n"
+	if string(out) != want {
+		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+	again, err := Splice(out, ".", "")
+	if err != nil || !bytes.Equal(again, out) {
+		t.Fatalf("not idempotent: %v", err)
+	}
+	for _, bad := range []string{
+		"<!-- gpc:rule -->\nno end\n",
+		"<!-- gpc:rule -->\n<!-- gpc:rule -->\n<!-- gpc:end -->\n",
+		"<!-- gpc:nonsense -->\n<!-- gpc:end -->\n",
+		"<!-- gpc:table no/such/dir T1 -->\n<!-- gpc:end -->\n",
+	} {
+		if _, err := Splice([]byte(bad), t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "line ") {
+			t.Errorf("%q: want an error naming the line, got %v", bad, err)
+		}
+	}
+}
+
+// TestReproductionUpToDate fails when docs/REPRODUCTION.md's generated
+// tables differ from what the committed results give: the verdicts there
+// must be the reports' own. Fix with
+// `gpc experiment splice docs/REPRODUCTION.md`.
+func TestReproductionUpToDate(t *testing.T) {
+	root := ".."
+	path := filepath.Join(root, "docs", "REPRODUCTION.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(doc, []byte("<!-- gpc:table ")) {
+		t.Fatal("REPRODUCTION.md has no generated tables")
+	}
+	out, err := Splice(doc, root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(doc, out) {
+		a, b := strings.Split(string(doc), "\n"), strings.Split(string(out), "\n")
+		for i := range min(len(a), len(b)) {
+			if a[i] != b[i] {
+				t.Fatalf("docs/REPRODUCTION.md line %d differs from the committed results:\n have %s\n want %s\nrun: gpc experiment splice docs/REPRODUCTION.md", i+1, a[i], b[i])
+			}
+		}
+		t.Fatalf("docs/REPRODUCTION.md differs in length from its splice; run: gpc experiment splice docs/REPRODUCTION.md")
+	}
+}
