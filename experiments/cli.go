@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -17,7 +18,7 @@ import (
 const usage = `usage:
   gpc experiment run SPEC.yaml [--out DIR] [--splits K] [--epochs-scale F]
                      [--methods a,b] [--datasets x,y] [--workers W]
-                     [--data-dir D] [--quick] [--dry-run]
+                     [--data-dir D] [--quick] [--dry-run] [--shard i/n]
   gpc experiment report DIR [--data-dir D]
   gpc experiment splice FILE.md [--root R] [--data-dir D]
 
@@ -28,6 +29,11 @@ with --quick). Rerunning the same command skips the finished runs, so an
 interrupted experiment resumes without losing or repeating work. It then
 writes DIR/report.md, DIR/report.json and the spec's figures (PNG).
 report re-renders them from DIR/results.jsonl.
+With --shard i/n a runner takes a fixed share of the grid (by a hash of
+each run's key) and appends to DIR/results.shard-i-of-n.jsonl: n runners,
+on one machine or as the tasks of a cluster job array sharing DIR, run the
+whole grid, each resumable on its own; report merges every results file.
+A lock stops a second runner on the same results file.
 splice rewrites the generated blocks of a markdown file (such as
 docs/REPRODUCTION.md): <!-- gpc:table DIR ID --> … <!-- gpc:end --> gets
 table ID of the results in DIR (relative to R, default .) with its computed
@@ -96,6 +102,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", "", "data directory (default: $GPC_DATA, ../shared/data, ./data)")
 	quick := fs.Bool("quick", false, "use the spec's quick profile")
 	dry := fs.Bool("dry-run", false, "validate the spec, print the grid size and exit")
+	shard := fs.String("shard", "", "run only share `i/n` of the grid (1 ≤ i ≤ n), into DIR's results.shard-i-of-n.jsonl")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -107,6 +114,11 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *splits < 0 || !(*scale > 0) || *workers < 1 {
 		fmt.Fprintln(stderr, "gpc experiment run: --splits must be ≥ 0, --epochs-scale > 0 and --workers ≥ 1")
+		return 2
+	}
+	si, sn, err := parseShard(*shard)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpc experiment run: %v\n", err)
 		return 2
 	}
 	spec, err := LoadSpec(pos[0])
@@ -123,6 +135,15 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *dry {
 		fmt.Fprintf(stdout, "%s: %d runs = %d data sets × %d settings × %d methods × %d splits (%s)\n",
 			rs.Name, len(runs), len(rs.Datasets), len(rs.Settings), len(rs.Methods), rs.Protocol.Splits, rs.Budget)
+		if sn > 1 {
+			n := 0
+			for _, r := range runs {
+				if ShardOf(r.Key, sn) == si {
+					n++
+				}
+			}
+			fmt.Fprintf(stdout, "shard %d/%d: %d of them\n", si, sn, n)
+		}
 		return 0
 	}
 	dir := *out
@@ -132,7 +153,12 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			dir += "-quick"
 		}
 	}
-	sum, err := Execute(ctx, rs, dir, RunConfig{Workers: *workers, DataDir: *dataDir, Log: stderr})
+	sum, err := Execute(ctx, rs, dir, RunConfig{Workers: *workers, DataDir: *dataDir, Log: stderr, Shard: si, Shards: sn})
+	var setup *SetupError
+	if errors.As(err, &setup) {
+		fmt.Fprintf(stderr, "gpc experiment run: %v\n", err)
+		return 1
+	}
 	if rerr := Report(dir, *dataDir); rerr != nil {
 		fmt.Fprintf(stderr, "report: %v\n", rerr)
 		if err == nil {
@@ -164,6 +190,11 @@ func mainReport(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "gpc experiment report: want one DIR\n\n%s", usage)
 		return 2
+	}
+	if st, err := openStore(pos[0]); err == nil {
+		for _, w := range st.warnings() {
+			fmt.Fprintln(stderr, w)
+		}
 	}
 	if err := Report(pos[0], *dataDir); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -198,4 +229,18 @@ func mainSplice(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s is up to date\n", pos[0])
 	}
 	return 0
+}
+
+// parseShard reads --shard "i/n"; "" is no sharding (0, 0).
+func parseShard(v string) (i, n int, err error) {
+	if v == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(v, "/")
+	i, e1 := strconv.Atoi(strings.TrimSpace(a))
+	n, e2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || e1 != nil || e2 != nil || n < 1 || i < 1 || i > n {
+		return 0, 0, fmt.Errorf("--shard %q: want i/n with 1 ≤ i ≤ n, e.g. --shard 2/8", v)
+	}
+	return i, n, nil
 }

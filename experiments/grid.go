@@ -138,6 +138,10 @@ func Resolve(spec *Spec, o Options) (*Spec, error) {
 		}
 		s.Datasets = ds
 	}
+	if n := gridSize(len(s.Datasets), len(s.Settings), len(s.Methods), s.Protocol.Splits); n > MaxRuns {
+		return nil, fmt.Errorf("the grid would hold %.3g runs (%d data sets × %d settings × %d methods × %d splits%s), more than the limit %d",
+			n, len(s.Datasets), len(s.Settings), len(s.Methods), s.Protocol.Splits, map[bool]string{true: " from --splits", false: ""}[o.Splits > 0], MaxRuns)
+	}
 	s.Budget = fmt.Sprintf("%s: %d splits, %d epochs", budget, s.Protocol.Splits, s.Training.Epochs)
 	if s.Training.MinSteps > 0 {
 		s.Budget += fmt.Sprintf(" but at least %d optimiser steps (min_steps)", s.Training.MinSteps)

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -98,44 +100,102 @@ type Curve struct {
 	TrainY []int     `json:"train_y,omitempty"`
 }
 
-// store is the append-only results file. Each finished run is one line
-// written with a single write call, then synced and closed, under a mutex:
-// a kill can lose the run in progress but never half a line that a later
-// read would take for a result.
+// store is the append-only results file of one runner. Each finished run
+// is one line written with a single write call, then synced and closed,
+// under a mutex: a kill can lose the run in progress but never half a line
+// that a later read would take for a result. A directory may hold several
+// such files, one per shard (results.shard-I-of-N.jsonl beside
+// results.jsonl); reading merges them all, so a report sees every shard's
+// runs and a runner skips runs any shard has finished.
 type store struct {
 	mu   sync.Mutex
 	path string
 	done map[string]Result
 	// order keeps the keys in file order for the report.
 	order []string
+	// bad names the lines that could not be read (file:line: reason).
+	bad []string
 }
 
-// openStore reads DIR/results.jsonl if present. A line that does not parse
-// (only possible as the last line after a crash of the machine itself) is
-// skipped, so its run is redone.
-func openStore(dir string) (*store, error) {
-	s := &store{path: filepath.Join(dir, "results.jsonl"), done: map[string]Result{}}
-	f, err := os.Open(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
+// resultsFile is a runner's results file: results.jsonl, or one per shard.
+func resultsFile(dir string, shard, shards int) string {
+	if shards > 1 {
+		return filepath.Join(dir, fmt.Sprintf("results.shard-%d-of-%d.jsonl", shard, shards))
 	}
+	return filepath.Join(dir, "results.jsonl")
+}
+
+// openStore reads every results file in dir, writing to results.jsonl.
+func openStore(dir string) (*store, error) { return openStoreFor(dir, 0, 0) }
+
+// openStoreFor reads every results file in dir (results.jsonl and the
+// shards', in name order) and appends to the given shard's. A line that
+// does not parse (a crash of the machine mid-write, or a damaged file) is
+// skipped and named in bad, so its run is redone.
+func openStoreFor(dir string, shard, shards int) (*store, error) {
+	s := &store{path: resultsFile(dir, shard, shards), done: map[string]Result{}}
+	files, err := filepath.Glob(filepath.Join(dir, "results*.jsonl"))
 	if err != nil {
 		return nil, err
+	}
+	slices.Sort(files)
+	for _, name := range files {
+		if err := s.read(name); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// read merges one results file; the first result for a key wins.
+func (s *store) read(name string) error {
+	f, err := os.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	line := 0
 	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
 		var r Result
-		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Key == "" {
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Key == "" {
+			why := "no run key"
+			if err != nil {
+				why = err.Error()
+			}
+			s.bad = append(s.bad, fmt.Sprintf("%s:%d: %s", name, line, why))
 			continue
 		}
 		if _, dup := s.done[r.Key]; !dup {
 			s.order = append(s.order, r.Key)
+			s.done[r.Key] = r
 		}
-		s.done[r.Key] = r
 	}
-	return s, sc.Err()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: line %d: %w", name, line+1, err)
+	}
+	return nil
+}
+
+// warnings describes the unreadable lines, at most five of them.
+func (s *store) warnings() []string {
+	var out []string
+	for i, b := range s.bad {
+		if i == 5 {
+			out = append(out, fmt.Sprintf("warning: %d more unreadable result lines", len(s.bad)-5))
+			break
+		}
+		out = append(out, "warning: unreadable result line skipped (its run is redone): "+b)
+	}
+	return out
 }
 
 // has reports whether a run's key is already stored.
@@ -208,6 +268,11 @@ type RunConfig struct {
 	DataDir string
 	// Log receives one line per started/finished/failed run (nil: silent).
 	Log io.Writer
+	// Shard and Shards select this runner's share of the grid: the runs
+	// whose key hashes to Shard (1-based) of Shards. Shards ≤ 1 runs all.
+	// Each shard appends to its own file, so shards of one grid can run at
+	// once on several machines sharing the directory.
+	Shard, Shards int
 	// exec replaces the real run executor in tests.
 	exec execFunc
 	// afterAppend is called after each stored result (tests).
@@ -229,21 +294,32 @@ const resolvedSpecFile = "spec.json"
 // returns ctx's error if cancelled (the finished runs are kept).
 func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, error) {
 	var sum Summary
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return sum, err
+	if cfg.Shards > 1 && (cfg.Shard < 1 || cfg.Shard > cfg.Shards) {
+		return sum, &SetupError{fmt.Errorf("shard %d of %d: want 1 ≤ shard ≤ %d", cfg.Shard, cfg.Shards, cfg.Shards)}
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return sum, &SetupError{err}
+	}
+	unlock, err := lockResults(resultsFile(dir, cfg.Shard, cfg.Shards))
+	if err != nil {
+		return sum, &SetupError{err}
+	}
+	defer unlock()
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return sum, err
+		return sum, &SetupError{err}
 	}
 	if err := writeFileAtomic(filepath.Join(dir, resolvedSpecFile), b); err != nil {
-		return sum, err
+		return sum, &SetupError{err}
 	}
-	st, err := openStore(dir)
+	st, err := openStoreFor(dir, cfg.Shard, cfg.Shards)
 	if err != nil {
-		return sum, err
+		return sum, &SetupError{err}
 	}
 	runs := Expand(s)
+	if cfg.Shards > 1 {
+		runs = slices.DeleteFunc(runs, func(r Run) bool { return ShardOf(r.Key, cfg.Shards) != cfg.Shard })
+	}
 	sum.Total = len(runs)
 	var todo []Run
 	for _, r := range runs {
@@ -260,7 +336,14 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 			st.mu.Unlock()
 		}
 	}
-	logf("%s: %d runs, %d already done, %d to do on %d workers", s.Name, sum.Total, sum.Skipped, len(todo), max(1, cfg.Workers))
+	for _, w := range st.warnings() {
+		logf("%s", w)
+	}
+	name := s.Name
+	if cfg.Shards > 1 {
+		name = fmt.Sprintf("%s shard %d/%d", s.Name, cfg.Shard, cfg.Shards)
+	}
+	logf("%s: %d runs, %d already done, %d to do on %d workers", name, sum.Total, sum.Skipped, len(todo), max(1, cfg.Workers))
 	exec := cfg.exec
 	if exec == nil {
 		exec = executeRun
@@ -322,14 +405,50 @@ dispatch:
 	return sum, nil
 }
 
-// writeFileAtomic writes via a temporary file and a rename so that a kill
-// never leaves a truncated file behind.
+// SetupError is an Execute failure before any run started (a bad shard,
+// a held lock, an unwritable directory): there is no report to show.
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// ShardOf is the 1-based shard of n that runs the run with this key: a
+// hash of the key, so that a shard's share does not depend on the order
+// of the grid or on which other runs exist.
+func ShardOf(key string, n int) int {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return int(h.Sum64()%uint64(n)) + 1
+}
+
+// writeFileAtomic writes via a uniquely named temporary file in the same
+// directory and a rename, so that a kill never leaves a truncated file
+// behind and concurrent writers (shards rendering one report) never
+// rename each other's half-written files; the temporary is removed on any
+// error.
 func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // loadResolved reads the spec saved by Execute.

@@ -24,6 +24,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -306,6 +307,9 @@ func ParseSpec(file string, b []byte) (*Spec, error) {
 	if err := wholeNumbers(file, &root, reflect.TypeOf(s)); err != nil {
 		return nil, err
 	}
+	if err := finiteNumbers(file, &root); err != nil {
+		return nil, err
+	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -368,6 +372,34 @@ func wholeNumbers(file string, n *yaml.Node, t reflect.Type) error {
 	}
 	return nil
 }
+
+// finiteNumbers rejects .inf and .nan anywhere in a spec: no setting is
+// meaningful at infinity, and a NaN would pass every range check (all its
+// comparisons are false) and fail only later, inside a run or its JSON.
+func finiteNumbers(file string, n *yaml.Node) error {
+	if isNode(n, yaml.ScalarNode) && n.ShortTag() == "!!float" {
+		v := strings.ToLower(strings.TrimLeft(n.Value, "+-"))
+		f, _ := strconv.ParseFloat(n.Value, 64) // 1e999 parses to ±Inf with ErrRange
+		if v == ".inf" || v == ".nan" || math.IsInf(f, 0) {
+			return &SpecError{File: file, Line: n.Line, Column: n.Column,
+				Msg: fmt.Sprintf("%s is not a finite number", n.Value)}
+		}
+	}
+	for _, c := range n.Content {
+		if err := finiteNumbers(file, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MaxRuns bounds a grid's size: far beyond any paper's budget (the largest,
+// 100 splits of every table, is some 10⁵ runs), it stops a typo such as
+// "splits: 1e8" before the grid is built in memory.
+const MaxRuns = 1_000_000
+
+// safeName is what a spec's name may be: it becomes a directory under out/.
+var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // errAt builds a SpecError at the node reached by path (map keys and list
 // indices); if the path stops early, the deepest node found is used, so the
@@ -468,6 +500,14 @@ func (s *Spec) validate() error {
 	if s.Name == "" {
 		return s.errAt(nil, "missing name")
 	}
+	if !safeName.MatchString(s.Name) || strings.Contains(s.Name, "..") {
+		return s.errAt([]any{"name"}, "name %q: use letters, digits, '.', '_' and '-' only (it names the output directory out/<name>)", s.Name)
+	}
+	for i, d := range s.Datasets {
+		if j := slices.Index(s.Datasets, d); j < i {
+			return s.errAt([]any{"datasets", i}, "data set %q is listed twice (entries %d and %d)", d, j+1, i+1)
+		}
+	}
 	if _, ok := familyRun(s.Family); !ok {
 		return s.errAt([]any{"family"}, "family %q: want one of %s", s.Family, strings.Join(Families(), ", "))
 	}
@@ -489,6 +529,9 @@ func (s *Spec) validate() error {
 	p := s.Protocol
 	if p.Splits < 1 {
 		return s.errAt([]any{"protocol", "splits"}, "protocol.splits must be ≥ 1")
+	}
+	if n := gridSize(len(s.Datasets), len(s.Settings), len(s.Methods), p.Splits); n > MaxRuns {
+		return s.errAt([]any{"protocol", "splits"}, "the grid would hold %.3g runs (%d data sets × %d settings × %d methods × %d splits), more than the limit %d", n, len(s.Datasets), len(s.Settings), len(s.Methods), p.Splits, MaxRuns)
 	}
 	if !slices.Contains([]string{"", "stderr", "bootstrap", "median2sd"}, p.Uncertainty) {
 		return s.errAt([]any{"protocol", "uncertainty"}, "uncertainty %q: want stderr, bootstrap or median2sd", p.Uncertainty)
@@ -701,6 +744,16 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 		}
 	}
 	return nil
+}
+
+// gridSize multiplies in floating point so that a huge product cannot
+// overflow into a small one.
+func gridSize(counts ...int) float64 {
+	n := 1.0
+	for _, c := range counts {
+		n *= float64(max(c, 1))
+	}
+	return n
 }
 
 // rankRow is the pseudo data set naming the mean-rank rows of paper tables.
