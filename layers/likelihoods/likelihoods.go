@@ -47,6 +47,13 @@ type Config struct {
 	Epsilon float64
 	// Points is the number of Gauss–Hermite nodes (default 20).
 	Points int
+	// Delta is the additive-noise likelihoods' (gpc1, gpc2, gpc3) initial
+	// δ, or its value with FixDelta (default 1e-3, the authors' initial
+	// value and the fixed value the paper compares against). robustmax-learned
+	// starts from Epsilon instead, its own setting.
+	Delta float64
+	// FixDelta keeps δ at Delta instead of learning it.
+	FixDelta bool
 }
 
 // Factory makes a likelihood from its settings.
@@ -79,11 +86,18 @@ func New(name string, c Config) (Likelihood, error) {
 	if c.Points == 0 {
 		c.Points = 20
 	}
+	if c.Delta == 0 {
+		c.Delta = 1e-3
+	}
 	if !(c.Epsilon > 0 && c.Epsilon < 1) {
 		return nil, fmt.Errorf("likelihoods: label-flip probability %g outside (0, 1)", c.Epsilon)
 	}
 	if c.Points < 1 {
 		return nil, fmt.Errorf("likelihoods: %d quadrature points", c.Points)
+	}
+	// Above 1/2 a binary robust likelihood would favour the wrong label.
+	if !(c.Delta > 0 && c.Delta < 0.5) {
+		return nil, fmt.Errorf("likelihoods: robust-likelihood δ %g outside (0, 1/2)", c.Delta)
 	}
 	return f(c), nil
 }
@@ -93,6 +107,15 @@ func init() {
 		"robustmax": func(c Config) Likelihood { return &RobustMax{Epsilon: c.Epsilon, Points: c.Points} },
 		"probit":    func(c Config) Likelihood { return &Bernoulli{Link: "probit", Points: c.Points} },
 		"logit":     func(c Config) Likelihood { return &Bernoulli{Link: "logit", Points: c.Points} },
+		"gpc1":      additive(StepNoise),
+		"gpc2":      additive(ProbitNoise),
+		"gpc3":      additive(LogitNoise),
+		"gpcsm":     func(c Config) Likelihood { return NewGumbelSoftmax() },
+		"robustmax-learned": func(c Config) Likelihood {
+			l := NewAdditive("likelihood", StepNoise, c.Epsilon)
+			l.Points, l.Multi = c.Points, true
+			return l
+		},
 	} {
 		if err := Register(name, f); err != nil {
 			panic(err)
