@@ -71,8 +71,12 @@ type epObjective struct {
 	// graph gives g(K̃) and its gradient.
 	kScope, eScope *layers.Scope
 	kProg, eProg   *graph.Program
-	k, kzx, kzz    *G.Node
-	ev             *ep.Evidence
+	k              *G.Node
+	// lam, v and lm are FITC's Λ, V = L_ZZ⁻¹K_ZX and L_ZZ (sparse family),
+	// in place of the dense K̃; lr is the last LowRank prior.
+	lam, v, lm *G.Node
+	lr         ep.LowRank
+	ev         *ep.Evidence
 	params         []*layers.Param
 	grads          G.Nodes
 	gbuf           [][]float64
@@ -100,12 +104,17 @@ func newEPObjective(m *Model, train *datasets.Dataset) (*epObjective, error) {
 	kg := G.NewGraph()
 	o.kScope = layers.NewScope(kg)
 	var err error
-	if o.k, o.kzx, o.kzz, err = m.epPrior(o.kScope, train); err != nil {
-		return nil, err
-	}
-	outs := G.Nodes{o.k}
-	if o.kzx != nil {
-		outs = append(outs, o.kzx, o.kzz)
+	var outs G.Nodes
+	if m.Opts.Posterior.Family == "full" {
+		if o.k, err = m.epPrior(o.kScope); err != nil {
+			return nil, err
+		}
+		outs = G.Nodes{o.k}
+	} else {
+		if o.lam, o.v, o.lm, err = m.fitcPrior(o.kScope, train); err != nil {
+			return nil, err
+		}
+		outs = G.Nodes{o.lam, o.v, o.lm}
 	}
 	if o.kProg, err = graph.Compile(kg, outs...); err != nil {
 		return nil, err
@@ -113,12 +122,22 @@ func newEPObjective(m *Model, train *datasets.Dataset) (*epObjective, error) {
 	// Evidence graph.
 	eg := G.NewGraph()
 	o.eScope = layers.NewScope(eg)
-	ke, _, _, err := m.epPrior(o.eScope, train)
-	if err != nil {
-		return nil, err
-	}
-	if o.ev, err = ep.NewEvidence(ke); err != nil {
-		return nil, err
+	if m.Opts.Posterior.Family == "full" {
+		ke, err := m.epPrior(o.eScope)
+		if err != nil {
+			return nil, err
+		}
+		if o.ev, err = ep.NewEvidence(ke); err != nil {
+			return nil, err
+		}
+	} else {
+		lam, v, _, err := m.fitcPrior(o.eScope, train)
+		if err != nil {
+			return nil, err
+		}
+		if o.ev, err = ep.NewFITCEvidence(lam, v); err != nil {
+			return nil, err
+		}
 	}
 	// The kernels' hyper-parameters and Z; q(u) is EP's output, not trained.
 	hyper, zs := m.freezeSets()
@@ -138,27 +157,33 @@ func newEPObjective(m *Model, train *datasets.Dataset) (*epObjective, error) {
 	return o, nil
 }
 
-// epPrior builds EP's prior covariance over the training latents: K_ZZ at
-// Z = X for the full family, or FITC's Q + diag(K − Q) with
-// Q = K_XZ K_ZZ⁻¹ K_ZX for the sparse one (then also K_ZX and K_ZZ).
-func (m *Model) epPrior(s *layers.Scope, train *datasets.Dataset) (k, kzx, kzz *G.Node, err error) {
+// epPrior builds the full family's EP prior covariance over the training
+// latents: K_ZZ at Z = X.
+func (m *Model) epPrior(s *layers.Scope) (*G.Node, error) {
+	e := &graph.Chain{}
+	z := e.Do(s.Raw(m.post.Z[0]))
+	jit := e.Do(s.Node(m.post.JitterParam))
+	k := e.Do(kernels.KZZ(m.kernels[0], s, z, jit))
+	return k, e.Err
+}
+
+// fitcPrior builds FITC's prior over the training latents in low-rank
+// form: λ = diag(K − Q), V = L_ZZ⁻¹K_ZX (Q = VᵀV) and L_ZZ, never the
+// n×n matrix.
+func (m *Model) fitcPrior(s *layers.Scope, train *datasets.Dataset) (lam, v, lm *G.Node, err error) {
 	kern := m.kernels[0]
 	e := &graph.Chain{}
 	z := e.Do(s.Raw(m.post.Z[0]))
 	jit := e.Do(s.Node(m.post.JitterParam))
-	kzz = e.Do(kernels.KZZ(kern, s, z, jit))
-	if m.Opts.Posterior.Family == "full" {
-		return kzz, nil, nil, e.Err
-	}
+	kzz := e.Do(kernels.KZZ(kern, s, z, jit))
 	x := graph.Input(s.G, "ep/x", tensor.Shape{train.N, train.D}, append([]float64(nil), train.X...))
-	kzx = e.Do(kern.K(s, z, x))
-	lm := e.Do(graph.Cholesky(kzz))
-	a := e.Do(graph.TriSolve(lm, kzx, true, false))
-	q := e.Do(graph.MatMul(a, a, true, false))
-	qd := e.Do(G.Sum(e.Do(G.Square(a)), 0))
+	kzx := e.Do(kern.K(s, z, x))
+	lm = e.Do(graph.Cholesky(kzz))
+	v = e.Do(graph.TriSolve(lm, kzx, true, false))
+	qd := e.Do(G.Sum(e.Do(G.Square(v)), 0))
 	kd := e.Do(kernels.KDiag(kern, s, x, jit))
-	k = e.Do(G.Add(q, e.Do(graph.DiagMatrix(e.Do(G.Sub(kd, qd))))))
-	return k, kzx, kzz, e.Err
+	lam = e.Do(G.Sub(kd, qd))
+	return lam, v, lm, e.Err
 }
 
 // Step implements solvers.Objective: −log Z_EP and its gradient at the
@@ -171,15 +196,37 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 	if err := o.kProg.Run(); err != nil {
 		return 0, nil, err
 	}
-	kd, err := o.kProg.Float64s(o.k)
-	if err != nil {
-		return 0, nil, err
+	var res *ep.Result
+	var err error
+	if o.k != nil {
+		kd, err := o.kProg.Float64s(o.k)
+		if err != nil {
+			return 0, nil, err
+		}
+		// EP and the evidence's sites only read K, so one copy serves both and
+		// setPosterior.
+		o.kData = append(o.kData[:0], kd...)
+		res, err = ep.Run(mat.NewSymDense(o.n, o.kData), o.y, o.lik, o.sites, o.cfg)
+	} else {
+		lam, err := o.kProg.Float64s(o.lam)
+		if err != nil {
+			return 0, nil, err
+		}
+		vd, err := o.kProg.Float64s(o.v)
+		if err != nil {
+			return 0, nil, err
+		}
+		// Round-off can make K − Q a hair negative where an input sits on
+		// an inducing point; the prior's diagonal is non-negative.
+		o.lr.Lambda = append(o.lr.Lambda[:0], lam...)
+		for i, l := range o.lr.Lambda {
+			if l < 0 && l > -1e-8 {
+				o.lr.Lambda[i] = 0
+			}
+		}
+		o.lr.V = mat.NewDense(len(vd)/o.n, o.n, append([]float64(nil), vd...))
+		res, err = ep.RunFITC(o.lr, o.y, o.lik, o.sites, o.cfg)
 	}
-	// EP and the evidence's sites only read K, so one copy serves both and
-	// setPosterior.
-	o.kData = append(o.kData[:0], kd...)
-	K := mat.NewSymDense(o.n, o.kData)
-	res, err := ep.Run(K, o.y, o.lik, o.sites, o.cfg)
 	if err != nil && !errors.Is(err, ep.ErrNotConverged) {
 		// A failed factorisation leaves the sites unusable; restart them.
 		o.sites = ep.NewSites(o.n)
@@ -208,63 +255,35 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 // setPosterior stores the last EP posterior as the model's q(u).
 func (o *epObjective) setPosterior() error {
 	res, post, n := o.last, o.m.post, o.n
-	if o.kzx == nil {
+	if o.k != nil {
 		copy(post.Mean[0].Data, res.Mean)
 		return post.SetL(0, cholOf(res.Cov, n))
 	}
-	kzxD, err := o.kProg.Float64s(o.kzx)
+	// q(u) = N(L_ZZ a, L_ZZ C L_ZZᵀ) from FITC-EP's posterior N(a, C) over
+	// L_ZZ⁻¹u.
+	a, C, err := ep.InducingPosterior(o.lr, o.sites)
 	if err != nil {
-		return err
+		return fmt.Errorf("models: EP-FITC: %w", err)
 	}
-	kzzD, err := o.kProg.Float64s(o.kzz)
+	lmD, err := o.kProg.Float64s(o.lm)
 	if err != nil {
 		return err
 	}
 	M := post.M
-	Kzx := mat.NewDense(M, n, append([]float64(nil), kzxD...))
-	K := mat.NewSymDense(n, o.kData)
-	// b = A⁻¹μ̃ = ν̃ − S̃^½ B⁻¹ S̃^½ K̃ ν̃ with B = L Lᵀ = I + S̃^½ K̃ S̃^½;
-	// W = L⁻¹ S̃^½ K_XZ, S = K_ZZ − WᵀW.
-	L, sq, err := ep.FactorB(K, o.sites)
-	if err != nil {
-		return fmt.Errorf("models: EP-FITC: %w", err)
-	}
-	var t mat.VecDense
-	t.MulVec(K, mat.NewVecDense(n, o.sites.Nu))
-	for i := 0; i < n; i++ {
-		t.SetVec(i, sq[i]*t.AtVec(i))
-	}
-	if err := t.SolveVec(L, &t); err != nil {
-		return err
-	}
-	if err := t.SolveVec(L.T(), &t); err != nil {
-		return err
-	}
-	b := mat.NewVecDense(n, nil)
-	for i := 0; i < n; i++ {
-		b.SetVec(i, o.sites.Nu[i]-sq[i]*t.AtVec(i))
-	}
+	Lm := mat.NewDense(M, M, append([]float64(nil), lmD...))
 	var mu mat.VecDense
-	mu.MulVec(Kzx, b)
+	mu.MulVec(Lm, mat.NewVecDense(M, a))
 	copy(post.Mean[0].Data, mu.RawVector().Data)
-	sk := mat.NewDense(n, M, nil)
-	for i := 0; i < n; i++ {
-		for j := 0; j < M; j++ {
-			sk.Set(i, j, sq[i]*Kzx.At(j, i))
-		}
-	}
-	var W mat.Dense
-	if err := W.Solve(L, sk); err != nil {
-		return err
-	}
-	S := mat.NewSymDense(M, nil)
-	S.SymOuterK(-1, W.T())
+	var t, S mat.Dense
+	t.Mul(Lm, C)
+	S.Mul(&t, Lm.T())
+	Ssym := mat.NewSymDense(M, nil)
 	for i := 0; i < M; i++ {
 		for j := i; j < M; j++ {
-			S.SetSym(i, j, kzzD[i*M+j]+S.At(i, j))
+			Ssym.SetSym(i, j, (S.At(i, j)+S.At(j, i))/2)
 		}
 	}
-	return post.SetL(0, cholOf(S, M))
+	return post.SetL(0, cholOf(Ssym, M))
 }
 
 // cholOf returns the lower Cholesky factor of a covariance (row-major),

@@ -71,6 +71,8 @@ type Result struct {
 	// Σ = (K⁻¹ + S̃)⁻¹, μ = Σν̃.
 	Mean []float64
 	Cov  *mat.SymDense
+	// Var is the diagonal of Σ (RunFITC fills only this, not Cov).
+	Var []float64
 	// LogZ is the EP evidence log Z_EP.
 	LogZ float64
 	// Sweeps run; Converged says whether Tol was met; Skipped counts site
@@ -172,7 +174,13 @@ func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*R
 		}
 	}
 	res.Mean, res.Cov = mu, sigma
-	if res.LogZ, err = evidence(L, y, lik, sites, mu, sigma); err != nil {
+	res.Var = make([]float64, n)
+	var logDetL float64
+	for i := range res.Var {
+		res.Var[i] = sigma.At(i, i)
+		logDetL += math.Log(L.At(i, i))
+	}
+	if res.LogZ, err = evidenceFrom(logDetL, y, lik, sites, mu, res.Var); err != nil {
 		return nil, err
 	}
 	if !res.Converged {
@@ -265,16 +273,15 @@ func FactorB(K *mat.SymDense, s *Sites) (*mat.TriDense, []float64, error) {
 	return L, sq, nil
 }
 
-// evidence is log Z_EP at the sites (R&W eq. 3.65, in GPML's stable form):
-// Σ log Ẑ_i at the cavities, minus what the site normalisers and the
-// Gaussian part cancel.
-// L is B's factor from the posterior.
-func evidence(L *mat.TriDense, y []float64, lik Tilted, s *Sites, mu []float64, sigma *mat.SymDense) (float64, error) {
+// evidenceFrom is log Z_EP at the sites (R&W eq. 3.65, in GPML's stable
+// form): Σ log Ẑ_i at the cavities, minus what the site normalisers and the
+// Gaussian part cancel. logDetL is ½ log|B| for B = I + S̃^½KS̃^½; mu and
+// v are the posterior means and marginal variances.
+func evidenceFrom(logDetL float64, y []float64, lik Tilted, s *Sites, mu, v []float64) (float64, error) {
 	n := len(y)
-	var logDetL, sumLZ, t1, t2, t3, t4 float64
+	var sumLZ, t1, t2, t3, t4 float64
 	for i := 0; i < n; i++ {
-		logDetL += math.Log(L.At(i, i))
-		sii := sigma.At(i, i)
+		sii := v[i]
 		tauC := 1/sii - s.Tau[i]
 		nuC := mu[i]/sii - s.Nu[i]
 		if !(tauC > 0) {
