@@ -77,12 +77,12 @@ type epObjective struct {
 	lam, v, lm *G.Node
 	lr         ep.LowRank
 	ev         *ep.Evidence
-	params         []*layers.Param
-	grads          G.Nodes
-	gbuf           [][]float64
-	last           *ep.Result
-	kData          []float64
-	evals          int
+	params     []*layers.Param
+	grads      G.Nodes
+	gbuf       [][]float64
+	last       *ep.Result
+	kData      []float64
+	evals      int
 }
 
 func newEPObjective(m *Model, train *datasets.Dataset) (*epObjective, error) {
