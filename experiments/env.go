@@ -141,13 +141,32 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 		train, test = floorNoise(train), floorNoise(test)
 	}
 	t0 := time.Now()
+	var trace []TracePoint
+	var scoring time.Duration // the trace's, excluded from the training clock
+	if e.spec.Protocol.Trace {
+		cfg.Trace = func(eval int, _ float64) error {
+			s0 := time.Now()
+			p, err := m.Predict(test.X, test.N, nil)
+			if err != nil {
+				return err
+			}
+			sc := models.Score(p, test.Y, test.C)
+			trace = append(trace, TracePoint{Eval: len(trace) + 1, Seconds: (s0.Sub(t0) - scoring).Seconds(), NLL: sc.NLL, Error: sc.Error})
+			scoring += time.Since(s0)
+			return nil
+		}
+	}
 	if err := m.Fit(ctx, train, cfg); err != nil {
 		return nil, nil, err
 	}
 	if !keep {
 		m.ReleaseTraining()
 	}
-	res, err := e.score(m, train, test, time.Since(t0).Seconds(), epochs)
+	secs := (time.Since(t0) - scoring).Seconds()
+	res, err := e.score(m, train, test, secs, epochs)
+	if res != nil {
+		res.Trace = trace
+	}
 	return res, m, err
 }
 

@@ -65,8 +65,20 @@ type Result struct {
 	// (index 0: the initial training set), Figures 6 and 7.
 	ALError []float64 `json:"al_error,omitempty"`
 	ALNLL   []float64 `json:"al_nll,omitempty"`
+	// Trace is the hold-out score after each objective evaluation
+	// (protocol.trace; Figure 2 of the SVGP paper).
+	Trace []TracePoint `json:"trace,omitempty"`
 	// Finished is when the run ended (RFC 3339).
 	Finished string `json:"finished"`
+}
+
+// TracePoint is the hold-out score after one objective evaluation, with
+// the training time up to it (scoring excluded).
+type TracePoint struct {
+	Eval    int     `json:"eval"`
+	Seconds float64 `json:"seconds"`
+	NLL     float64 `json:"nll"`
+	Error   float64 `json:"error"`
 }
 
 // Surface is a 2-D binary model's p(y=1) on a grid.

@@ -93,6 +93,10 @@ type Protocol struct {
 	// "median2sd" (the median over splits ± 2 standard deviations) or
 	// "bootstrap" over test points (Table 1).
 	Uncertainty string `yaml:"uncertainty" json:"uncertainty"`
+	// Trace records the hold-out NLL and error after every evaluation of a
+	// full-batch objective, against the training time so far (the SVGP
+	// paper's Figure 2); the scoring time is excluded from the clock.
+	Trace bool `yaml:"trace" json:"trace,omitempty"`
 	// Active learning: initial training size, test size, pool size, number
 	// of points added.
 	InitialTrain int `yaml:"initial_train" json:"initial_train"`

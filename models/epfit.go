@@ -37,8 +37,12 @@ func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 		return err
 	}
 	params := layers.AsSolverParams(o.params)
+	tobj, err := withTrace(o, cfg, o.setPosterior)
+	if err != nil {
+		return err
+	}
 	if len(params) > 0 {
-		_, err = solvers.TrainLBFGS(ctx, o, params, train.N, solvers.LBFGSSettings{
+		_, err = solvers.TrainLBFGS(ctx, tobj, params, train.N, solvers.LBFGSSettings{
 			MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings,
 		})
 		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
@@ -196,37 +200,7 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 	if err := o.kProg.Run(); err != nil {
 		return 0, nil, err
 	}
-	var res *ep.Result
-	var err error
-	if o.k != nil {
-		kd, err := o.kProg.Float64s(o.k)
-		if err != nil {
-			return 0, nil, err
-		}
-		// EP and the evidence's sites only read K, so one copy serves both and
-		// setPosterior.
-		o.kData = append(o.kData[:0], kd...)
-		res, err = ep.Run(mat.NewSymDense(o.n, o.kData), o.y, o.lik, o.sites, o.cfg)
-	} else {
-		lam, err := o.kProg.Float64s(o.lam)
-		if err != nil {
-			return 0, nil, err
-		}
-		vd, err := o.kProg.Float64s(o.v)
-		if err != nil {
-			return 0, nil, err
-		}
-		// Round-off can make K − Q a hair negative where an input sits on
-		// an inducing point; the prior's diagonal is non-negative.
-		o.lr.Lambda = append(o.lr.Lambda[:0], lam...)
-		for i, l := range o.lr.Lambda {
-			if l < 0 && l > -1e-8 {
-				o.lr.Lambda[i] = 0
-			}
-		}
-		o.lr.V = mat.NewDense(len(vd)/o.n, o.n, append([]float64(nil), vd...))
-		res, err = ep.RunFITC(o.lr, o.y, o.lik, o.sites, o.cfg)
-	}
+	res, err := o.runEP()
 	if err != nil && !errors.Is(err, ep.ErrNotConverged) {
 		// A failed factorisation leaves the sites unusable; restart them.
 		o.sites = ep.NewSites(o.n)
@@ -250,6 +224,39 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 		}
 	}
 	return -res.LogZ, o.gbuf, nil
+}
+
+// runEP runs EP, warm-started from the sites, on the prior just computed
+// by kProg: dense for the full family, FITC's low-rank form otherwise.
+func (o *epObjective) runEP() (*ep.Result, error) {
+	if o.k != nil {
+		kd, err := o.kProg.Float64s(o.k)
+		if err != nil {
+			return nil, err
+		}
+		// EP and the evidence's sites only read K, so one copy serves both and
+		// setPosterior.
+		o.kData = append(o.kData[:0], kd...)
+		return ep.Run(mat.NewSymDense(o.n, o.kData), o.y, o.lik, o.sites, o.cfg)
+	}
+	lam, err := o.kProg.Float64s(o.lam)
+	if err != nil {
+		return nil, err
+	}
+	vd, err := o.kProg.Float64s(o.v)
+	if err != nil {
+		return nil, err
+	}
+	// Round-off can make K − Q a hair negative where an input sits on
+	// an inducing point; the prior's diagonal is non-negative.
+	o.lr.Lambda = append(o.lr.Lambda[:0], lam...)
+	for i, l := range o.lr.Lambda {
+		if l < 0 && l > -1e-8 {
+			o.lr.Lambda[i] = 0
+		}
+	}
+	o.lr.V = mat.NewDense(len(vd)/o.n, o.n, append([]float64(nil), vd...))
+	return ep.RunFITC(o.lr, o.y, o.lik, o.sites, o.cfg)
 }
 
 // setPosterior stores the last EP posterior as the model's q(u).

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"testing"
@@ -224,6 +225,32 @@ func BenchmarkEPFitcFit(b *testing.B) {
 		}
 		if err := m.Fit(context.Background(), train, FitConfig{}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A failed EP run is the objective's error (a Cholesky failure, which the
+// training loop answers with more jitter), never a nil result used later.
+func TestEPStepReportsFailedRun(t *testing.T) {
+	train := blobs(40, 3)
+	for _, preset := range []string{"ep", "ep-fitc"} {
+		m, err := New(opts(preset, 5, 3, 40, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.initialize(train, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		o, err := newEPObjective(m, train)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.sites.Tau[3] = -1 // no EP run accepts a negative site precision
+		if _, _, err := o.Step(solvers.FullBatch(train.N)); !errors.Is(err, solvers.ErrNotPositiveDefinite) {
+			t.Fatalf("%s: got %v, want a Cholesky-class error", preset, err)
+		}
+		if _, _, err := o.Step(solvers.FullBatch(train.N)); err != nil {
+			t.Fatalf("%s: after the restarted sites: %v", preset, err)
 		}
 	}
 }

@@ -28,6 +28,13 @@ type FitConfig struct {
 	Warnings io.Writer
 	// MaxIterations stops after that many optimiser steps (0: no limit).
 	MaxIterations int
+	// Trace, if set, is called after every evaluation of a full-batch
+	// objective (L-BFGS on the ELBO, the EP evidence, the mean-field
+	// bound) with the model's posterior set to that evaluation's, so that
+	// a caller can score the model along the optimisation, as the SVGP
+	// paper's Figure 2 does; the time it takes is the caller's to exclude.
+	// Minibatch training does not call it.
+	Trace func(eval int, loss float64) error
 }
 
 // Fit trains the model on train by maximising the ELBO with Adam over
@@ -127,7 +134,11 @@ func (m *Model) fitLBFGS(ctx context.Context, obj *svi.Objective, train *dataset
 			continue
 		}
 		obj.Freeze(frozenFor(done))
-		res, err := solvers.TrainLBFGS(ctx, obj, obj.SolverParams(), train.N, solvers.LBFGSSettings{MaxIterations: phase, Warnings: cfg.Warnings})
+		tobj, err := withTrace(obj, cfg, nil)
+		if err != nil {
+			return done, err
+		}
+		res, err := solvers.TrainLBFGS(ctx, tobj, obj.SolverParams(), train.N, solvers.LBFGSSettings{MaxIterations: phase, Warnings: cfg.Warnings})
 		done += phase
 		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
 			return done, err

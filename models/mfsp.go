@@ -50,8 +50,12 @@ func fitMF(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 	if err != nil {
 		return err
 	}
+	tobj, err := withTrace(o, cfg, o.setPosterior)
+	if err != nil {
+		return err
+	}
 	if len(o.params) > 0 {
-		_, err = solvers.TrainLBFGS(ctx, o, layers.AsSolverParams(o.params), train.N, solvers.LBFGSSettings{MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings})
+		_, err = solvers.TrainLBFGS(ctx, tobj, layers.AsSolverParams(o.params), train.N, solvers.LBFGSSettings{MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings})
 		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
 			return err
 		}
