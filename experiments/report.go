@@ -191,6 +191,8 @@ func (rp *reporter) render(total int) {
 			rp.dataTable(tb)
 		case "params":
 			rp.paramsTable(tb)
+		case "frontier":
+			rp.frontierTable(tb)
 		default:
 			rp.resultsTable(tb)
 		}

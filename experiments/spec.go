@@ -223,6 +223,9 @@ type Table struct {
 	PaperPM string `yaml:"paper_pm" json:"paper_pm,omitempty"`
 	// PaperN is the number of runs behind the paper's ± when it is sd or 2sd.
 	PaperN int `yaml:"paper_n" json:"paper_n,omitempty"`
+	// Leader is the method family (a method name's first word) holding the
+	// paper's efficient frontier, for frontier tables.
+	Leader string `yaml:"leader" json:"leader,omitempty"`
 	// LargeAbove marks our cells above it "Large", the paper's word for a
 	// value dominated by hugely confident wrong predictions (0: never).
 	LargeAbove float64 `yaml:"large_above" json:"large_above,omitempty"`
@@ -266,7 +269,7 @@ type Quick struct {
 // Families, kinds and names the validator accepts.
 var (
 	variants     = []string{"", "augmented", "sampling"}
-	tableKinds   = []string{"", "results", "confusion", "data", "params"}
+	tableKinds   = []string{"", "results", "confusion", "data", "params", "frontier"}
 	tableMetrics = []string{"nll", "error", "seconds_per_epoch", "learned_noise"}
 )
 
@@ -691,7 +694,7 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 		return s.errAt(at, "table without id")
 	}
 	if !slices.Contains(tableKinds, tb.Kind) {
-		return s.errAt(append(at, "kind"), "table kind %q: want results, confusion, data or params", tb.Kind)
+		return s.errAt(append(at, "kind"), "table kind %q: want results, confusion, data, params or frontier", tb.Kind)
 	}
 	if slices.Contains([]string{"", "results"}, tb.Kind) && !slices.Contains(tableMetrics, tb.Metric) {
 		return s.errAt(append(at, "metric"), "metric %q: want one of %s", tb.Metric, strings.Join(tableMetrics, ", "))

@@ -18,7 +18,7 @@ func init() {
 	p := Paper{
 		Name:     "SVGP classification",
 		Families: map[string]RunFunc{"raetsch": raetschRun, "banana": bananaRun},
-		Figures:  map[string]FigureFunc{"svgp_fig1": bananaFigure},
+		Figures:  map[string]FigureFunc{"svgp_fig1": bananaFigure, "svgp_fig2": traceFigure},
 		Validate: func(s *Spec) error {
 			if s.Family == "banana" {
 				return nil
