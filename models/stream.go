@@ -362,8 +362,8 @@ type storeRows struct {
 // Memory: instead of an index table of every training row (4 bytes a row as
 // []int32, against 8·(D+1) bytes a row for the data themselves), it keeps
 // the store row of every 64th training row (8 bytes per 64 rows, 0.125 bytes
-// a row: 370 KB for the paper's 5.9 M flights, 29 KB for the 231 083 rows
-// of the stand-in). Finding row j starts at the checkpoint before it and
+// a row: 740 KB for the paper's 5.9 M flights, 26 KB for the 208 000
+// training rows of the 231 083-row stand-in). Finding row j starts at the checkpoint before it and
 // walks forward through isTest, fewer than 64/(1 − test fraction) calls of
 // the split function (HashSplit: a hash each, no I/O), microseconds per row
 // against the milliseconds of a training step. Construction calls isTest
