@@ -70,7 +70,10 @@ func modelOptions(r Run, nTotal int, seed uint64) models.Options {
 	o.Posterior.Inducing = M
 	o.Kernel = models.KernelOptions{Name: b.Kernel, Degree: b.Degree}
 	o.Likelihood.Quadrature = b.Quadrature
-	o.Train = models.TrainOptions{Epochs: b.Epochs, Batch: b.Batch, LR: b.LR, Seed: seed, Optimizer: b.Optimizer, FreezeHyper: b.FreezeHyper, FreezeZ: b.FreezeZ}
+	o.Train = models.TrainOptions{Epochs: b.Epochs, Batch: b.Batch, LR: b.LR, Seed: seed, Optimizer: b.Optimizer, FreezeHyper: b.FreezeHyper, FreezeZ: b.FreezeZ, LocalAdam: "lazy"}
+	if b.LocalAdam != "" {
+		o.Train.LocalAdam = b.LocalAdam
+	}
 	o.Inputs.Hidden, o.Inputs.Residual, o.Inputs.TestSamples = b.Hidden, b.Residual, b.TestSamples
 	// The noise settings reach every model; an input model without a noise
 	// part ignores them.

@@ -46,6 +46,10 @@ type Budget struct {
 	Optimizer    string  `json:"optimizer,omitempty"`
 	FreezeHyper  int     `json:"freeze_hyper,omitempty"`
 	FreezeZ      int     `json:"freeze_z,omitempty"`
+	// LocalAdam is "dense" for input models with per-row parameters trained
+	// densely, empty otherwise (lazily, or no such parameters), so that
+	// other methods' keys, and lazy runs' from before it, are unchanged.
+	LocalAdam    string  `json:"local_adam,omitempty"`
 	NTrain       int     `json:"n_train,omitempty"`
 	NTest        int     `json:"n_test,omitempty"`
 	MaxTrain     int     `json:"max_train,omitempty"`
@@ -181,6 +185,12 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 	case "amortised":
 	case "latent":
 		b.Hidden, b.Residual = nil, false
+		// Lazy was the only update before the option existed: it keeps
+		// the old keys (an empty field), so those results are reused.
+		b.LocalAdam = "dense"
+		if t.LocalAdam == "lazy" {
+			b.LocalAdam = ""
+		}
 	default:
 		b.Hidden, b.Residual = nil, false
 		b.TestSamples = 0

@@ -137,6 +137,9 @@ type Training struct {
 	// inducing inputs, fixed for that many first epochs (L-BFGS: iterations).
 	FreezeHyper int `yaml:"freeze_hyper" json:"freeze_hyper,omitempty"`
 	FreezeZ     int `yaml:"freeze_z" json:"freeze_z,omitempty"`
+	// LocalAdam is how NIMGP's per-row q(x_i) are stepped: dense (the
+	// default, TensorFlow's Adam as the authors ran it) or lazy.
+	LocalAdam string `yaml:"local_adam" json:"local_adam,omitempty"`
 	// StepEpochs is the retraining budget after each active-learning step.
 	StepEpochs int `yaml:"step_epochs" json:"step_epochs"`
 	// StepTraining is how active learning retrains after each added point:
@@ -578,6 +581,9 @@ func (s *Spec) validate() error {
 	}
 	if t.InducingFrac < 0 || t.InducingFrac > 1 {
 		return s.errAt([]any{"training", "inducing_frac"}, "inducing_frac %v outside [0, 1]", t.InducingFrac)
+	}
+	if t.LocalAdam != "" && t.LocalAdam != "dense" && t.LocalAdam != "lazy" {
+		return s.errAt([]any{"training", "local_adam"}, "local_adam %q: want dense or lazy", t.LocalAdam)
 	}
 	if t.Kernel != "" && t.Kernel != "se" && t.Kernel != "poly" {
 		return s.errAt([]any{"training", "kernel"}, "kernel %q: want se or poly", t.Kernel)

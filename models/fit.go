@@ -186,7 +186,7 @@ func (m *Model) newObjectiveBatch(train *datasets.Dataset, batch int) (*svi.Obje
 		return nil, err
 	}
 	for _, l := range m.inputs.Locals() {
-		l.SetOptimizer(m.Opts.Train.LR)
+		l.SetOptimizer(m.Opts.Train.LR, m.Opts.Train.LocalAdam != "lazy")
 	}
 	return obj, nil
 }

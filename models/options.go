@@ -82,6 +82,10 @@ type LikelihoodOptions struct {
 	Epsilon    float64                // robust-max label-flip probability (default 1e-3)
 	Quadrature int                    // Gauss–Hermite points (default 20)
 	Custom     likelihoods.Likelihood `json:"-"`
+	// Delta is the additive-noise likelihoods' (gpc1, gpc2, gpc3) initial δ,
+	// or its value with FixDelta (default 1e-3); FixDelta keeps it fixed.
+	Delta    float64
+	FixDelta bool
 }
 
 // PosteriorOptions selects the posterior family.
@@ -142,6 +146,12 @@ type TrainOptions struct {
 	// that many epochs (L-BFGS: iterations) first: the SVGP paper's "fix Z
 	// and the hyper-parameters, then free them" schedule.
 	FreezeHyper, FreezeZ int
+	// LocalAdam is how per-row local parameters (NIMGP's q(x_i)) are
+	// stepped: "dense" (default: every row at every step, TensorFlow's Adam
+	// as the noisy-input paper's authors ran it) or "lazy" (only the
+	// batch's rows, each with its own step count: O(B) instead of O(N) per
+	// step, but a row then moves about √(N/B) times less far).
+	LocalAdam string `json:",omitempty"`
 }
 
 // Resolve returns the options with the preset's parts filled in, or an
@@ -307,6 +317,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("models: unknown optimizer %q (want %s)", o.Train.Optimizer, joinOr(Optimizers))
 	case o.Train.FreezeHyper < 0 || o.Train.FreezeZ < 0:
 		return fmt.Errorf("models: negative freeze (hyper-parameters %d, Z %d)", o.Train.FreezeHyper, o.Train.FreezeZ)
+	case o.Train.LocalAdam != "" && o.Train.LocalAdam != "dense" && o.Train.LocalAdam != "lazy":
+		return fmt.Errorf("models: local Adam %q (want dense or lazy)", o.Train.LocalAdam)
 	}
 	return nil
 }

@@ -67,8 +67,14 @@ func (p *Param) Grow(ds *datasets.Dataset) {
 	}
 }
 
-// SetOptimizer gives the rows their optimiser (Adam with learning rate lr).
-func (p *Param) SetOptimizer(lr float64) { p.opt = NewRowAdam(lr, p.Rows(), p.Width) }
+// SetOptimizer gives the rows their optimiser: Adam with learning rate lr,
+// dense (every row at every step, as TensorFlow's Adam, the noisy-input
+// paper's optimiser) or lazy (only the batch's rows, each with its own
+// step count).
+func (p *Param) SetOptimizer(lr float64, dense bool) {
+	p.opt = NewRowAdam(lr, p.Rows(), p.Width)
+	p.opt.Dense = dense
+}
 
 // Check reports a non-finite gradient of the batch's rows: rows[r] is the
 // training row of batch row r, grad the batch's len(rows)×Width gradient.
@@ -92,6 +98,10 @@ func (p *Param) Step(rows []int, grad []float64) error {
 	if err := p.Check(rows, grad); err != nil {
 		return err
 	}
+	if p.opt.Dense {
+		p.opt.denseStep(rows, grad, p.Data)
+		return nil
+	}
 	for r, i := range rows {
 		p.opt.Step(i, grad[r*p.Width:(r+1)*p.Width], p.Row(i))
 	}
@@ -99,15 +109,23 @@ func (p *Param) Step(rows []int, grad []float64) error {
 }
 
 // RowAdam is Adam for parameters with one row per training point, of which
-// a batch touches only a few: each row keeps its own step count and moments
-// and is updated only when it is in a batch. TensorFlow's Adam, which the
-// noisy-input paper's code used, also decays the moments of absent rows;
-// lazily skipping them costs O(B·D) per step instead of O(N·D).
+// a batch touches only a few. Lazily (Dense false) each row keeps its own
+// step count and moments and is updated only when it is in a batch: O(B·D)
+// per step. Densely, as TensorFlow's Adam that the noisy-input paper's code
+// used, every row is updated at every step with a zero gradient where it is
+// absent, so its moments decay and it keeps moving on its momentum, with
+// one global step count: O(N·D) per step, and in steady state a row moves
+// about √(N/B) times further than lazily.
 type RowAdam struct {
 	lr, b1, b2, eps float64
 	width           int
 	m, v            []float64
 	t               []int
+	// Dense selects TensorFlow's update of every row at every step.
+	Dense bool
+	// steps counts the dense steps.
+	steps int
+	seen  []int32 // scratch for denseStep: batch position + 1 per row
 }
 
 // NewRowAdam returns Adam (β = 0.9, 0.999, ε = 1e-8) for rows×width values.
@@ -126,6 +144,53 @@ func (r *RowAdam) Step(i int, g, x []float64) {
 		r.m[j] = r.b1*r.m[j] + (1-r.b1)*gk
 		r.v[j] = r.b2*r.v[j] + (1-r.b2)*gk*gk
 		x[k] -= r.lr * (r.m[j] / c1) / (math.Sqrt(r.v[j]/c2) + r.eps)
+	}
+}
+
+// denseStep updates every row: the batch's by their gradient (summed over
+// repeats, such as the zero-weight padding of a short batch), the others by
+// a zero gradient.
+func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
+	n := len(r.t)
+	if len(r.seen) != n {
+		r.seen = make([]int32, n)
+	}
+	w := r.width
+	r.steps++
+	c1 := 1 - math.Pow(r.b1, float64(r.steps))
+	c2 := 1 - math.Pow(r.b2, float64(r.steps))
+	for b, i := range rows {
+		if r.seen[i] == 0 {
+			r.seen[i] = int32(b + 1)
+			continue
+		}
+		// A repeated row: add its gradient to the first occurrence's.
+		first := int(r.seen[i] - 1)
+		for k := 0; k < w; k++ {
+			grad[first*w+k] += grad[b*w+k]
+			grad[b*w+k] = 0
+		}
+	}
+	for i := 0; i < n; i++ {
+		var gi []float64
+		if b := r.seen[i]; b > 0 {
+			gi = grad[int(b-1)*w : int(b)*w]
+		}
+		xi := x[i*w : (i+1)*w]
+		mi, vi := r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w]
+		for k := range xi {
+			var gk float64
+			if gi != nil {
+				gk = gi[k]
+			}
+			mi[k] = r.b1*mi[k] + (1-r.b1)*gk
+			vi[k] = r.b2*vi[k] + (1-r.b2)*gk*gk
+			xi[k] -= r.lr * (mi[k] / c1) / (math.Sqrt(vi[k]/c2) + r.eps)
+		}
+		r.t[i] = r.steps
+	}
+	for _, i := range rows {
+		r.seen[i] = 0
 	}
 }
 

@@ -10,8 +10,9 @@ import (
 	"github.com/gpc-dev/gpc/solvers"
 )
 
-// A row updated at every step must follow exactly the same path as the
-// solvers' Adam on the same gradients; a row left out of a step must not move.
+// Lazily, a row updated at every step must follow exactly the same path as
+// the solvers' Adam on the same gradients; a row left out of a step must
+// not move.
 func TestRowAdamMatchesAdam(t *testing.T) {
 	const width, lr = 4, 0.05
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -21,7 +22,7 @@ func TestRowAdamMatchesAdam(t *testing.T) {
 		}
 	})
 	p.Reset(&datasets.Dataset{N: 3, D: 1, C: 2, X: make([]float64, 3), Y: make([]int, 3)})
-	p.SetOptimizer(lr)
+	p.SetOptimizer(lr, false)
 	ref := append([]float64(nil), p.Row(1)...)
 	untouched := append([]float64(nil), p.Row(2)...)
 	adam := solvers.NewAdam(lr)
@@ -53,7 +54,7 @@ func TestRowAdamMatchesAdam(t *testing.T) {
 func TestStepRejectsNonFinite(t *testing.T) {
 	p := New("qx", 2, func(_ *datasets.Dataset, i int, dst []float64) { dst[0], dst[1] = float64(i), 1 })
 	p.Reset(&datasets.Dataset{N: 3, D: 1, C: 2, X: make([]float64, 3), Y: make([]int, 3)})
-	p.SetOptimizer(0.1)
+	p.SetOptimizer(0.1, false)
 	before := append([]float64(nil), p.Data...)
 	err := p.Step([]int{0, 2}, []float64{1, 1, math.NaN(), 1})
 	if err == nil {
@@ -74,7 +75,7 @@ func TestGrow(t *testing.T) {
 	p := New("qx", 1, func(ds *datasets.Dataset, i int, dst []float64) { dst[0] = ds.X[i] })
 	ds := &datasets.Dataset{N: 2, D: 1, C: 2, X: []float64{5, 6}, Y: []int{0, 1}}
 	p.Reset(ds)
-	p.SetOptimizer(0.1)
+	p.SetOptimizer(0.1, false)
 	if err := p.Step([]int{0}, []float64{1}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,5 +87,49 @@ func TestGrow(t *testing.T) {
 	}
 	if err := p.Step([]int{2}, []float64{1}); err != nil {
 		t.Fatalf("new row has no optimiser state: %v", err)
+	}
+}
+
+// Densely, the whole table follows the solvers' Adam on the full gradient
+// with zeros for the rows absent from a batch (TensorFlow's update): absent
+// rows keep moving on their momentum, and a row repeated in a batch gets
+// the sum of its gradients.
+func TestDenseRowAdamIsAdamOnTheWholeTable(t *testing.T) {
+	const width, rows, lr = 3, 6, 0.05
+	rng := rand.New(rand.NewPCG(3, 4))
+	p := New("rows", width, func(_ *datasets.Dataset, _ int, dst []float64) {
+		for k := range dst {
+			dst[k] = rng.NormFloat64()
+		}
+	})
+	p.Reset(&datasets.Dataset{N: rows, D: 1, C: 2, X: make([]float64, rows), Y: make([]int, rows)})
+	p.SetOptimizer(lr, true)
+	ref := append([]float64(nil), p.Data...)
+	adam := solvers.NewAdam(lr)
+	for step := 0; step < 30; step++ {
+		batch := []int{step % rows, (step + 2) % rows, step % rows} // a repeat
+		g := make([]float64, len(batch)*width)
+		full := make([]float64, rows*width)
+		for b, i := range batch {
+			for k := 0; k < width; k++ {
+				v := rng.NormFloat64()
+				g[b*width+k] = v
+				full[i*width+k] += v
+			}
+		}
+		if err := p.Step(batch, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := adam.Step([]solvers.Param{{Name: "table", Data: ref}}, [][]float64{full}); err != nil {
+			t.Fatal(err)
+		}
+		for j := range ref {
+			if d := math.Abs(p.Data[j] - ref[j]); d > 1e-12 {
+				t.Fatalf("step %d value %d: dense row Adam %v, Adam %v", step, j, p.Data[j], ref[j])
+			}
+		}
+		if p.Steps(5) != step+1 {
+			t.Fatalf("step %d: row 5 counts %d steps", step, p.Steps(5))
+		}
 	}
 }
