@@ -160,6 +160,8 @@ file). Models without an input-noise part ignore it.`)
 	f.StringVar(&hidden, "hidden", "50", "nimgp-nn: hidden layer `sizes`, comma-separated")
 	residual := f.Bool("residual", false, "nimgp-nn: start q(x) at the observed input (residual networks)")
 	samples := f.Int("test-samples", 500, "nimgp, nimgp-nn: Monte Carlo `samples` of the noiseless test input per prediction")
+	delta := f.Float64("delta", 0, "gpc1, gpc2, gpc3: initial robust-likelihood `δ` (0: 1e-3), or its value with --fix-delta")
+	fixDelta := f.Bool("fix-delta", false, "gpc1, gpc2, gpc3: keep δ fixed instead of learning it")
 	f.BoolVar(&a.quiet, "quiet", false, "no progress output")
 	pos, err := f.parse(args, stdout)
 	if err != nil {
@@ -213,7 +215,7 @@ file). Models without an input-noise part ignore it.`)
 	a.opts = models.Options{
 		Model:      model,
 		Kernel:     models.KernelOptions{Name: *kernel, Degree: *degree},
-		Likelihood: models.LikelihoodOptions{Name: lik},
+		Likelihood: models.LikelihoodOptions{Name: lik, Delta: *delta, FixDelta: *fixDelta},
 		Posterior:  models.PosteriorOptions{Family: post, Inducing: *inducing},
 		Inputs:     models.InputOptions{Model: inp},
 		Train:      models.TrainOptions{Epochs: *epochs, Batch: *batch, LR: *lr, Seed: *seed, Optimizer: optim},
