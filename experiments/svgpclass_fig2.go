@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"slices"
 	"strings"
@@ -175,15 +176,29 @@ func traceFigure(rp *reporter, name string) error {
 		p.X.Label.Text = "seconds"
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.Legend.Top = true
 	}
+	right.Legend.Top = true
+	// Colour by the method's place in its family (M = 4, 16, 64 alike in
+	// every family), dashes by family.
+	dashes := [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(1.5), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
+	colours := []color.Color{color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}}
+	var fams []string
+	within := map[string]int{}
 	n := 0
-	for i, m := range rp.s.Methods {
+	for _, m := range rp.s.Methods {
 		tr := rp.traceOf(m.Name)
 		if tr == nil {
 			continue
 		}
 		n++
+		f := family(m.Name)
+		if !slices.Contains(fams, f) {
+			fams = append(fams, f)
+		}
+		col := colours[within[f]%len(colours)]
+		dash := dashes[slices.Index(fams, f)%len(dashes)]
+		within[f]++
 		var a, b plotter.XYs
 		for _, p := range tr {
 			t := math.Max(p.Seconds, 1e-4)
@@ -195,13 +210,13 @@ func traceFigure(rp *reporter, name string) error {
 			if err != nil {
 				return err
 			}
-			l.Color = classColor(i)
-			l.Width = vg.Points(1)
+			l.Color, l.Dashes = col, dash
+			l.Width = vg.Points(1.2)
 			if k == 0 {
 				left.Add(l)
-				left.Legend.Add(m.Name, l)
 			} else {
 				right.Add(l)
+				right.Legend.Add(m.Name, l)
 			}
 		}
 	}
