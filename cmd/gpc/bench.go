@@ -14,11 +14,13 @@ func init() {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("bench", "gpc bench --model NAME|all [--config waveform|mnist] [--iters K]",
+	f := newFlags("bench", "gpc bench --model NAME|all [--config waveform|mnist|uci2|uci10] [--iters K]",
 		`Time one training iteration (ELBO forward and backward pass and an Adam step)
-on random data of the shape of one of the paper's timing configurations:
+on random data of the shape of one of the papers' timing configurations:
 waveform (batch 50, M = 50, C = 3, d = 21, SE kernel) or mnist (batch 200,
-M = 100, C = 10, d = 784, polynomial kernel). The models are built first and
+M = 100, C = 10, d = 784, polynomial kernel) of the noisy-input paper, uci2
+or uci10 (batch 1024, M = 300, d = 20, SE kernel; C = 2 or 10) of the
+additive-noise paper. The models are built first and
 stepped in turn, so a drift in the machine's speed hits them alike. Prints
 the median milliseconds per iteration per model, the interquartile spread,
 the ratio to MGP when MGP is timed too (the median over rounds of the two
@@ -27,7 +29,7 @@ speed), then the multiply-adds of the iteration's
 matrix products (machine-independent: the ratio that time ratios tend to
 once products dominate) and the rate achieved.`)
 	model := f.String("model", "all", "model `NAME`: "+modelList()+" or all (the stepwise ones)")
-	config := f.String("config", "waveform", "`configuration`: waveform or mnist")
+	config := f.String("config", "waveform", "`configuration`: waveform, mnist, uci2 or uci10")
 	iters := f.Int("iters", 20, "timed `iterations` per model (after 2 warm-up iterations)")
 	pos, err := f.parse(args, stdout)
 	if err != nil {
@@ -58,7 +60,7 @@ once products dominate) and the rate achieved.`)
 		kinds = []string{k}
 	}
 	if _, ok := BenchConfigs[*config]; !ok {
-		return usagef("unknown --config %q (want waveform or mnist)", *config)
+		return usagef("unknown --config %q (want waveform, mnist, uci2 or uci10)", *config)
 	}
 	if *iters < 1 {
 		return usagef("--iters %d: need at least 1 iteration", *iters)
