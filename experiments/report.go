@@ -79,6 +79,8 @@ func metricOf(r Result, metric string) (float64, bool) {
 		return r.NLL, true
 	case "error":
 		return r.Error, true
+	case "bcr":
+		return r.BCR, true
 	case "seconds_per_epoch":
 		return r.SecondsPerEpoch, true
 	case "learned_noise":
@@ -375,6 +377,20 @@ func (rp *reporter) resultsTable(tb Table) {
 				pv, _ := paperValue(tb, st.Name, d, j)
 				k := groupKey(d, st.Name, m)
 				text, jc := rp.judgedCell(tb, d, st.Name, m, tb.Metric, rp.statFor(rp.by[k], tb.Metric), pv, true)
+				if tb.TestAgainst != "" && m != tb.TestAgainst {
+					if p, n := rp.pairedTest(d, st.Name, m, tb.TestAgainst, tb.Metric); n > 0 {
+						ours := p < 0.01
+						if ours {
+							text = strings.Replace(text, " · ", " "+sigMark+" · ", 1)
+						}
+						if pv != "" && pv != "-" {
+							tv.sigCells++
+							if ours == strings.HasSuffix(strings.TrimSpace(pv), sigMark) {
+								tv.sigAgree++
+							}
+						}
+					}
+				}
 				row += " " + text + " |"
 				if jc != nil && jc.has {
 					js[j] = jc
@@ -415,6 +431,30 @@ func (rp *reporter) resultsTable(tb Table) {
 	if tb.Note != "" {
 		rp.printf("%s\n\n", tb.Note)
 	}
+}
+
+// pairedTest is the Wilcoxon signed-rank p-value of a method's per-split
+// metric against the reference method's on the same splits, and the number
+// of non-zero differences.
+func (rp *reporter) pairedTest(d, setting, method, ref, metric string) (float64, int) {
+	refBy := map[int]float64{}
+	for _, r := range rp.by[groupKey(d, setting, ref)] {
+		if x, ok := metricOf(r, metric); ok {
+			refBy[r.Split] = x
+		}
+	}
+	var diff []float64
+	for _, r := range rp.by[groupKey(d, setting, method)] {
+		x, ok := metricOf(r, metric)
+		y, okRef := refBy[r.Split]
+		if ok && okRef {
+			diff = append(diff, x-y)
+		}
+	}
+	if len(diff) == 0 {
+		return 1, 0
+	}
+	return WilcoxonSignedRank(diff)
 }
 
 // meanRanks ranks the methods within every (data set, split) of a setting

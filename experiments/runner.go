@@ -30,6 +30,13 @@ type Result struct {
 	// Error and NLL are the test error rate and mean negative log-likelihood.
 	Error float64 `json:"error"`
 	NLL   float64 `json:"nll"`
+	// BCR is the balanced class rate: the mean over the classes present in
+	// the test set of the accuracy on each (kept where a table reads it).
+	BCR float64 `json:"bcr,omitempty"`
+	// TestIndex holds the test rows' indices in the data set's file order,
+	// with PointErr, where a table follows single instances (Table 3 of the
+	// robust paper).
+	TestIndex []int `json:"test_index,omitempty"`
 	// Seconds is the wall time of training; SecondsPerEpoch divides it by
 	// the epochs actually run (Table 8).
 	Seconds         float64 `json:"seconds"`

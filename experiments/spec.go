@@ -173,6 +173,9 @@ type Setting struct {
 	Columns string `yaml:"columns" json:"columns"`
 	// Selection is the active-learning rule: entropy or random.
 	Selection string `yaml:"selection" json:"selection"`
+	// LabelNoise is the fraction η of training rows whose label is redrawn
+	// uniformly from all classes (the robust paper's Table 2).
+	LabelNoise float64 `yaml:"label_noise" json:"label_noise,omitempty"`
 }
 
 // Method is one value of the grid's method axis.
@@ -226,6 +229,10 @@ type Table struct {
 	PaperPM string `yaml:"paper_pm" json:"paper_pm,omitempty"`
 	// PaperN is the number of runs behind the paper's ± when it is sd or 2sd.
 	PaperN int `yaml:"paper_n" json:"paper_n,omitempty"`
+	// TestAgainst names a method: cells of other methods whose per-split
+	// values differ from its by a two-sided Wilcoxon signed-rank test at
+	// p < 0.01 are marked ◁ (the robust paper's Table 2).
+	TestAgainst string `yaml:"test_against" json:"test_against,omitempty"`
 	// Leader is the method family (a method name's first word) holding the
 	// paper's efficient frontier, for frontier tables.
 	Leader string `yaml:"leader" json:"leader,omitempty"`
@@ -273,7 +280,7 @@ type Quick struct {
 var (
 	variants     = []string{"", "augmented", "sampling"}
 	tableKinds   = []string{"", "results", "confusion", "data", "params", "frontier"}
-	tableMetrics = []string{"nll", "error", "seconds_per_epoch", "learned_noise"}
+	tableMetrics = []string{"nll", "error", "bcr", "seconds_per_epoch", "learned_noise"}
 )
 
 // SpecError is a problem in a spec file, located by line and column.
@@ -613,6 +620,8 @@ func (s *Spec) validate() error {
 			return s.errAt(append(at, "lengthscale_scaling"), "lengthscale_scaling %q: want one of %v", st.LengthscaleScaling, datasets.LengthscaleScalings())
 		case st.Columns != "" && st.Columns != "table9" && st.Columns != "b4":
 			return s.errAt(append(at, "columns"), "columns %q: want table9 or b4", st.Columns)
+		case !(st.LabelNoise >= 0 && st.LabelNoise <= 1):
+			return s.errAt(append(at, "label_noise"), "label_noise %v outside [0, 1]", st.LabelNoise)
 		case st.Selection != "" && st.Selection != "entropy" && st.Selection != "random":
 			return s.errAt(append(at, "selection"), "selection %q: want entropy or random", st.Selection)
 		case s.Family == "active" && st.Selection == "":
@@ -772,9 +781,14 @@ func gridSize(counts ...int) float64 {
 // rankRow is the pseudo data set naming the mean-rank rows of paper tables.
 const rankRow = "mean rank"
 
-// parsePaperValue reads "0.758±0.022", "0.758 ± 0.022" or "0.0883".
+// sigMark follows a value significantly different from the table's
+// reference method (TestAgainst), in the paper's cells and in ours.
+const sigMark = "◁"
+
+// parsePaperValue reads "0.758±0.022", "0.758 ± 0.022" or "0.0883", with
+// an optional trailing significance mark.
 func parsePaperValue(v string) (mean, err float64, ok bool) {
-	v = strings.TrimSpace(v)
+	v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), sigMark))
 	a, b, has := strings.Cut(v, "±")
 	m, e1 := strconv.ParseFloat(strings.TrimSpace(a), 64)
 	if e1 != nil {

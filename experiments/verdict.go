@@ -42,6 +42,8 @@ func direction(metric string) int {
 	switch metric {
 	case "nll", "error", "rank", "seconds_per_epoch":
 		return 1
+	case "bcr":
+		return -1
 	}
 	return 0
 }
@@ -164,9 +166,12 @@ func order(a, b float64, aLarge, bLarge bool, tol float64) int {
 
 // tableVerdict tallies a results table's cells and orderings.
 type tableVerdict struct {
-	compared, agree    int
-	pairs, reversed    int
-	complete, cells    int
+	compared, agree int
+	pairs, reversed int
+	complete, cells int
+	// sigCells counts cells with a paper value tested against the
+	// reference method; sigAgree those whose ◁ mark agrees with ours.
+	sigCells, sigAgree int
 	reversedExamples   []string
 	timing, undirected bool
 }
@@ -244,6 +249,9 @@ func (tv *tableVerdict) text() string {
 			}
 			fmt.Fprintf(&b, " (%s)", strings.Join(ex, "; "))
 		}
+	}
+	if tv.sigCells > 0 {
+		fmt.Fprintf(&b, "; significance marks (%s, Wilcoxon p < 0.01) agree in %d of %d cells", sigMark, tv.sigAgree, tv.sigCells)
 	}
 	if tv.complete < tv.cells {
 		fmt.Fprintf(&b, "; partial: %d of %d cells have all their runs", tv.complete, tv.cells)

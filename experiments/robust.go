@@ -1,0 +1,130 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/models"
+)
+
+// The robust multi-class GPC paper (Hernández-Lobato et al. 2011): family
+// robust_uci runs Table 2 — random 2/3–1/3 splits of four UCI sets, the
+// labels of a fraction η of the training rows redrawn uniformly from all
+// classes, features standardised on the training part, the balanced class
+// rate scored — and keeps each test row's error and index for Table 3.
+func init() {
+	p := Paper{
+		Name:     "Robust multi-class GPC (paper 003)",
+		Families: map[string]RunFunc{"robust_uci": robustRun},
+		Validate: func(s *Spec) error {
+			for i, d := range s.Datasets {
+				if !slices.Contains(datasets.UCINames(), d) {
+					return s.errAt([]any{"datasets", i}, "unknown UCI data set %q (known: %s)", d, strings.Join(datasets.UCINames(), ", "))
+				}
+			}
+			return nil
+		},
+	}
+	if err := RegisterPaper(p); err != nil {
+		panic(err)
+	}
+}
+
+// robustSplit is the split of a data set shared by every method and every
+// η (the paired tests compare methods split by split).
+func robustSplit(ds *datasets.Dataset, seed uint64) (train, test []int) {
+	rng := rand.New(rand.NewPCG(seed, 0x5e11))
+	perm := rng.Perm(ds.N)
+	nTrain := 2 * ds.N / 3
+	train, test = perm[:nTrain], perm[nTrain:]
+	slices.Sort(train)
+	slices.Sort(test)
+	return train, test
+}
+
+// corruptLabels redraws the labels of round(η·n) training rows uniformly
+// from all c classes (a redraw may keep the old label, so the flip rate is
+// η(c−1)/c, as the paper's protocol reads). The rows are a prefix of one
+// seeded permutation, so a larger η corrupts a superset of a smaller one's
+// rows: noise levels are nested within a split.
+func corruptLabels(y []int, c int, eta float64, seed uint64) []int {
+	out := slices.Clone(y)
+	k := int(math.Round(eta * float64(len(y))))
+	rng := rand.New(rand.NewPCG(seed, 0x1abe1))
+	perm := rng.Perm(len(y))
+	draws := rand.New(rand.NewPCG(seed, 0xd4a3))
+	redraw := make([]int, len(y))
+	for i := range redraw {
+		redraw[i] = draws.IntN(c)
+	}
+	for _, i := range perm[:k] {
+		out[i] = redraw[i]
+	}
+	return out
+}
+
+// BalancedClassRate is the mean, over the classes present among the
+// labels, of the accuracy on that class (argmax of the n×c probabilities).
+func BalancedClassRate(probs []float64, y []int, c int) float64 {
+	hit, count := make([]float64, c), make([]float64, c)
+	for i, yi := range y {
+		count[yi]++
+		if argmax(probs[i*c:(i+1)*c]) == yi {
+			hit[yi]++
+		}
+	}
+	var s float64
+	var k int
+	for j := range c {
+		if count[j] > 0 {
+			s += hit[j] / count[j]
+			k++
+		}
+	}
+	if k == 0 {
+		return math.NaN()
+	}
+	return s / float64(k)
+}
+
+func robustRun(ctx context.Context, e *env, r Run) (*Result, error) {
+	v, err := e.cached("uci|"+r.Dataset, func() (any, error) { return datasets.LoadUCI(e.dataDir, r.Dataset) })
+	if err != nil {
+		return nil, err
+	}
+	ds := v.(*datasets.Dataset)
+	seed := e.spec.seedFor(r.Split)
+	tr, te := robustSplit(ds, seed)
+	train, test := ds.Subset(tr), ds.Subset(te)
+	train.Y = corruptLabels(train.Y, ds.C, r.Setting.LabelNoise, seed)
+	train.C, test.C = ds.C, ds.C
+	std, _ := datasets.Standardize(train, test)
+	train, test = std[0], std[1]
+	res, m, err := e.trainAndScore(ctx, r, train, test, train.N, false)
+	if err != nil {
+		return nil, err
+	}
+	p, err := m.Predict(test.X, test.N, nil)
+	if err != nil {
+		return nil, err
+	}
+	res.BCR = BalancedClassRate(p, test.Y, test.C)
+	_, res.PointErr = models.PointLosses(p, test.Y, test.C)
+	res.TestIndex = te
+	if eta := r.Setting.LabelNoise; eta > 0 {
+		changed := 0
+		for i, y := range train.Y {
+			if y != ds.Y[tr[i]] {
+				changed++
+			}
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("η = %g: %d of %d training labels redrawn, %d changed", eta, int(math.Round(eta*float64(train.N))), train.N, changed))
+	}
+	return res, nil
+}
+
