@@ -127,4 +127,3 @@ func robustRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	}
 	return res, nil
 }
-
