@@ -86,6 +86,8 @@ type LikelihoodOptions struct {
 	// or its value with FixDelta (default 1e-3); FixDelta keeps it fixed.
 	Delta    float64
 	FixDelta bool
+	// DeltaPrior is robustmax-beta's Beta(a, b) prior on ε (zero: Beta(1, 9)).
+	DeltaPrior [2]float64 `json:",omitempty"`
 }
 
 // PosteriorOptions selects the posterior family.

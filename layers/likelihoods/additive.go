@@ -63,6 +63,29 @@ type Additive struct {
 	// Multi keeps C latent functions for two classes too, so that A = 0 is
 	// robust-max with a learned ε for every C ("robustmax-learned").
 	Multi bool
+	// Prior, when its entries are positive, is a Beta(Prior[0], Prior[1])
+	// prior on δ: its log density joins the objective (LogPrior), so δ is
+	// its posterior mode rather than its maximum-likelihood value, as the
+	// robust paper's Beta(1, 9) on the outlier rate ("robustmax-beta").
+	Prior [2]float64
+}
+
+// LogPrior implements Prior: (a−1)·log δ + (b−1)·log(1−δ), without the
+// normaliser; nil without a prior or with δ fixed.
+func (l *Additive) LogPrior(s *layers.Scope) (*G.Node, error) {
+	a, b := l.Prior[0], l.Prior[1]
+	if !(a > 0 && b > 0) || l.Delta.Fixed {
+		return nil, nil
+	}
+	x, err := s.Node(l.Delta)
+	if err != nil {
+		return nil, err
+	}
+	e := &graph.Chain{}
+	logD := e.Do(G.Neg(e.Do(G.Softplus(e.Do(G.Neg(x))))))
+	log1mD := e.Do(G.Neg(e.Do(G.Softplus(x))))
+	lp := e.Do(G.Add(e.Do(G.HadamardProd(logD, G.NewConstant(a-1))), e.Do(G.HadamardProd(log1mD, G.NewConstant(b-1)))))
+	return lp, e.Err
 }
 
 // NewAdditive returns the likelihood with noise variance a and a learned δ

@@ -12,6 +12,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
 )
 
 var additiveNoises = []struct {
@@ -628,5 +629,61 @@ func TestAdditiveConfig(t *testing.T) {
 		if _, err := New("gpc2", Config{Delta: d}); err == nil {
 			t.Errorf("δ = %v accepted", d)
 		}
+	}
+}
+
+// robustmax-beta's prior is the Beta(1, 9) log density of ε up to its
+// normaliser, with correct first and second derivatives; a fixed ε and a
+// likelihood without a prior contribute nothing.
+func TestBetaPriorOnEpsilon(t *testing.T) {
+	l, err := New("robustmax-beta", Config{Epsilon: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.(*Additive)
+	for _, eps := range []float64{1e-3, 0.05, 0.3} {
+		a.Delta.Data[0] = logit(eps)
+		g := G.NewGraph()
+		s := layers.NewScope(g)
+		lp, err := a.LogPrior(s)
+		if err != nil || lp == nil {
+			t.Fatalf("LogPrior: %v, %v", lp, err)
+		}
+		prog, err := graph.Compile(g, lp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if err := prog.Run(); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := prog.Scalar(lp)
+		if want := 8 * math.Log1p(-eps); math.Abs(got-want) > 1e-12 {
+			t.Fatalf("ε %g: log prior %g, want %g", eps, got, want)
+		}
+		for order := 1; order <= 2; order++ {
+			check := graph.CheckGrad
+			if order == 2 {
+				check = graph.CheckGrad2
+			}
+			x, _ := s.Raw(a.Delta)
+			rep, err := check(lp, G.Nodes{x}, graph.CheckOptions{Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !(rep.MaxRelErr <= 1e-6) {
+				t.Errorf("ε %g, order %d: %s", eps, order, rep.Worst())
+			}
+		}
+	}
+	a.Delta.Fixed = true
+	if lp, err := a.LogPrior(layers.NewScope(G.NewGraph())); lp != nil || err != nil {
+		t.Fatalf("fixed ε: %v, %v", lp, err)
+	}
+	plain, _ := New("robustmax-learned", Config{})
+	if lp, _ := plain.(*Additive).LogPrior(layers.NewScope(G.NewGraph())); lp != nil {
+		t.Fatal("robustmax-learned has a prior")
 	}
 }

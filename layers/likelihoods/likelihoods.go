@@ -34,6 +34,13 @@ type Likelihood interface {
 	Params() []*layers.Param
 }
 
+// Prior is implemented by a likelihood whose parameters carry a prior: its
+// log density (up to a constant; nil for none) joins the objective once
+// per batch, unscaled, so the fit is MAP in those parameters.
+type Prior interface {
+	LogPrior(s *layers.Scope) (*G.Node, error)
+}
+
 // ClassCounter is implemented by likelihoods defined for one number of
 // classes only (a binary likelihood: 2), so that a model can refuse data
 // with another number before training.
@@ -54,6 +61,9 @@ type Config struct {
 	Delta float64
 	// FixDelta keeps δ at Delta instead of learning it.
 	FixDelta bool
+	// DeltaPrior is robustmax-beta's Beta(a, b) prior on ε (zero: its
+	// default Beta(1, 9)).
+	DeltaPrior [2]float64
 }
 
 // Factory makes a likelihood from its settings.
@@ -114,6 +124,17 @@ func init() {
 		"robustmax-learned": func(c Config) Likelihood {
 			l := NewAdditive("likelihood", StepNoise, c.Epsilon)
 			l.Points, l.Multi = c.Points, true
+			return l
+		},
+		// Robust-max with ε learned under a Beta prior (default Beta(1, 9),
+		// the robust paper's prior on its outlier rate, put on ε itself): the
+		// outlier-robust model trained by sparse variational inference.
+		"robustmax-beta": func(c Config) Likelihood {
+			l := NewAdditive("likelihood", StepNoise, c.Epsilon)
+			l.Points, l.Multi, l.Prior = c.Points, true, [2]float64{1, 9}
+			if c.DeltaPrior[0] > 0 && c.DeltaPrior[1] > 0 {
+				l.Prior = c.DeltaPrior
+			}
 			return l
 		},
 	} {

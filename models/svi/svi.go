@@ -128,6 +128,17 @@ func (o *Objective) build(b, d int) error {
 	}
 	data := e.Do(G.Sum(e.Do(G.HadamardProd(ell, o.w.node))))
 	o.cost = e.Do(G.Sub(post.Divergence(), data)) // −ELBO
+	if pr, ok := p.Likelihood.(likelihoods.Prior); ok {
+		// A prior on the likelihood's parameters: −(ELBO + log p(θ)), once
+		// per batch like the KL term, so the fit is MAP in θ.
+		lp, err := pr.LogPrior(o.s)
+		if err != nil {
+			return err
+		}
+		if lp != nil {
+			o.cost = e.Do(G.Sub(o.cost, lp))
+		}
+	}
 	if e.Err != nil {
 		return e.Err
 	}
