@@ -79,9 +79,9 @@ once products dominate) and the rate achieved.`)
 	mgp := slices.Index(kinds, benchBaseline)
 	all := mgp >= 0 && len(kinds) > 1
 	if all {
-		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %12s  %10s  %10s  %8s\n", "model", "ms/iter", "spread", "ratio to mgp", "GMAC/iter", "MAC ratio", "GMAC/s")
+		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %12s  %10s  %10s  %8s  %11s\n", "model", "ms/iter", "spread", "ratio to mgp", "GMAC/iter", "MAC ratio", "GMAC/s", "allocs/iter")
 	} else {
-		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %10s  %8s\n", "model", "ms/iter", "spread", "GMAC/iter", "GMAC/s")
+		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %10s  %8s  %11s\n", "model", "ms/iter", "spread", "GMAC/iter", "GMAC/s", "allocs/iter")
 	}
 	var baseMACs float64
 	if all {
@@ -93,9 +93,9 @@ once products dominate) and the rate achieved.`)
 		rate := gmac / (ms / 1000)
 		spread := fmt.Sprintf("%.0f%%", 100*st.Spread)
 		if all {
-			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %12.2f  %10.3f  %10.2f  %8.2f\n", k, ms, spread, PairedRatio(st, stats[mgp]), gmac, gmac/baseMACs, rate)
+			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %12.2f  %10.3f  %10.2f  %8.2f  %11d\n", k, ms, spread, PairedRatio(st, stats[mgp]), gmac, gmac/baseMACs, rate, st.Allocs)
 		} else {
-			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %10.3f  %8.2f\n", k, ms, spread, gmac, rate)
+			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %10.3f  %8.2f  %11d\n", k, ms, spread, gmac, rate, st.Allocs)
 		}
 	}
 	return nil

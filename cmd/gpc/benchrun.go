@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"time"
 
@@ -48,6 +49,9 @@ type BenchStats struct {
 	// Times are the iteration times in milliseconds, one per round, in
 	// round order (see PairedRatio).
 	Times []float64
+	// Allocs is the median number of heap allocations of an iteration:
+	// the fixed cost of the graph's dispatch that a small step pays.
+	Allocs int64
 }
 
 // PairedRatio is the median over rounds of a's iteration time divided by
@@ -116,12 +120,16 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 		}
 	}
 	times := make([][]float64, len(kinds))
+	allocs := make([][]float64, len(kinds))
 	macs := make([]int64, len(kinds))
+	var ms runtime.MemStats
 	for it := -2; it < iters; it++ {
 		b := batches[(it+2)%len(batches)]
 		for q := range runs {
 			i := (q + it + 2) % len(runs)
 			r := runs[i]
+			runtime.ReadMemStats(&ms)
+			a0 := ms.Mallocs
 			m0, t0 := graph.MultiplyAdds(), time.Now()
 			if err := r.step(b); err != nil {
 				return nil, fmt.Errorf("%s: %w", kinds[i], err)
@@ -129,6 +137,8 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 			if it >= 0 {
 				times[i] = append(times[i], float64(time.Since(t0).Nanoseconds())/1e6)
 				macs[i] += graph.MultiplyAdds() - m0
+				runtime.ReadMemStats(&ms)
+				allocs[i] = append(allocs[i], float64(ms.Mallocs-a0))
 			}
 		}
 	}
@@ -137,7 +147,10 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 		sorted := append([]float64(nil), t...)
 		sort.Float64s(sorted)
 		med := quantile(sorted, 0.5)
+		al := append([]float64(nil), allocs[i]...)
+		sort.Float64s(al)
 		out[i] = BenchStats{
+			Allocs:       int64(quantile(al, 0.5)),
 			Milliseconds: med,
 			Spread:       (quantile(sorted, 0.75) - quantile(sorted, 0.25)) / med,
 			MultiplyAdds: macs[i] / int64(iters),
