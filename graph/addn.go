@@ -64,7 +64,7 @@ func (op addNOp) Do(vs ...G.Value) (G.Value, error) {
 			}
 		}
 	})
-	return owned(op.shape.Clone(), out), nil
+	return op.buf.owned(op.shape.Clone(), out), nil
 }
 
 // SymDiff: every summand receives the output's gradient.

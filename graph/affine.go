@@ -149,7 +149,7 @@ func (op affineOp) Do(vs ...G.Value) (G.Value, error) {
 		beta = 1
 		off += p
 	}
-	return owned(tensor.Shape{op.n, op.q}, out), nil
+	return op.buf.owned(tensor.Shape{op.n, op.q}, out), nil
 }
 
 // SymDiff: x̄_k = ḡ·W_kᵀ, W̄ = stacked x_kᵀ·ḡ, b̄ = column sums of ḡ, r̄ = ḡ.
@@ -251,7 +251,7 @@ func (op stackedOp) Do(vs ...G.Value) (G.Value, error) {
 			0, blas64.General{Rows: p, Cols: op.q, Stride: op.q, Data: out[off*op.q : (off+p)*op.q]})
 		off += p
 	}
-	return owned(tensor.Shape{op.rows(), op.q}, out), nil
+	return op.buf.owned(tensor.Shape{op.rows(), op.q}, out), nil
 }
 
 // SymDiff with adjoint H: x̄_k = g·H_kᵀ, ḡ = Σ_k x_k·H_k.

@@ -282,9 +282,9 @@ func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
 			}
 		})
 		if op.reduce {
-			return owned(tensor.Shape{op.n}, sums), nil
+			return op.buf.owned(tensor.Shape{op.n}, sums), nil
 		}
-		return owned(tensor.Shape{op.n, op.d}, out), nil
+		return op.buf.owned(tensor.Shape{op.n, op.d}, out), nil
 	}
 	g := in[op.k]
 	out := op.buf.take(op.k * nd)
@@ -308,7 +308,7 @@ func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
 			}
 		}
 	})
-	return owned(tensor.Shape{op.k, op.n, op.d}, out), nil
+	return op.buf.owned(tensor.Shape{op.k, op.n, op.d}, out), nil
 }
 
 // doBatch is Do through the slice forms FB and DFB, called one row at a
@@ -339,9 +339,9 @@ func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 			}
 		})
 		if op.reduce {
-			return owned(tensor.Shape{op.n}, sums), nil
+			return op.buf.owned(tensor.Shape{op.n}, sums), nil
 		}
-		return owned(tensor.Shape{op.n, op.d}, out), nil
+		return op.buf.owned(tensor.Shape{op.n, op.d}, out), nil
 	}
 	g := in[op.k]
 	if op.one == 0 { // all k adjoints, unsummed, as a (k, n, d) tensor
@@ -355,7 +355,7 @@ func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 				}
 			}
 		})
-		return owned(tensor.Shape{op.k, op.n, op.d}, out), nil
+		return op.buf.owned(tensor.Shape{op.k, op.n, op.d}, out), nil
 	}
 	a := op.one - 1
 	if !op.isRow(a) {
@@ -373,7 +373,7 @@ func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 				}
 			}
 		})
-		return owned(tensor.Shape{op.n, op.d}, out), nil
+		return op.buf.owned(tensor.Shape{op.n, op.d}, out), nil
 	}
 	// A row-vector argument's adjoint is the column sum of the per-row
 	// adjoints; each chunk of rows sums into its own vector.
@@ -395,7 +395,7 @@ func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 		}
 		mu.Unlock()
 	})
-	return owned(tensor.Shape{op.d}, out), nil
+	return op.buf.owned(tensor.Shape{op.d}, out), nil
 }
 
 // scaledPartial writes ḡ ⊙ ∂F/∂x_a for row i into dst.
@@ -582,7 +582,7 @@ func (op elemPickOp) Do(vs ...G.Value) (G.Value, error) {
 	nd := op.n * op.d
 	out := op.buf.take(nd)
 	copy(out, x[op.a*nd:(op.a+1)*nd])
-	return owned(tensor.Shape{op.n, op.d}, out), nil
+	return op.buf.owned(tensor.Shape{op.n, op.d}, out), nil
 }
 func (op elemPickOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	p, err := applyOp(elemPlaceOp(op), g)
@@ -611,7 +611,7 @@ func (op elemPlaceOp) Do(vs ...G.Value) (G.Value, error) {
 	out := op.buf.take(op.k * nd)
 	clear(out)
 	copy(out[op.a*nd:], x)
-	return owned(tensor.Shape{op.k, op.n, op.d}, out), nil
+	return op.buf.owned(tensor.Shape{op.k, op.n, op.d}, out), nil
 }
 func (op elemPlaceOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	p, err := applyOp(elemPickOp(op), g)
@@ -640,7 +640,7 @@ func (op aliasOp) Do(vs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return owned(op.shape.Clone(), append([]float64(nil), x...)), nil
+	return op.buf.owned(op.shape.Clone(), append([]float64(nil), x...)), nil
 }
 func (op aliasOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) { return G.Nodes{g}, nil }
 

@@ -72,7 +72,7 @@ func (op sqDistOp) Do(vs ...G.Value) (G.Value, error) {
 			row[j] = math.Max(0, row[j]+xx+zz[j])
 		}
 	}
-	return owned(tensor.Shape{n, m}, out), nil
+	return op.buf.owned(tensor.Shape{n, m}, out), nil
 }
 
 // SymDiff: X̄ = 2(rowsum(D̄) ⊙ X − D̄ Z), Z̄ = 2(colsum(D̄) ⊙ Z − D̄ᵀ X).
@@ -150,7 +150,7 @@ func (op intPowOp) Do(vs ...G.Value) (G.Value, error) {
 		}
 		out[i] = r
 	}
-	return owned(op.shape, out), nil
+	return op.buf.owned(op.shape, out), nil
 }
 func (op intPowOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	if op.p == 0 {

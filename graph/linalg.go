@@ -78,7 +78,7 @@ func (op choleskyOp) Do(vs ...G.Value) (G.Value, error) {
 			out[i*n+j] = l.At(i, j)
 		}
 	}
-	return owned(tensor.Shape{n, n}, out), nil
+	return op.buf.owned(tensor.Shape{n, n}, out), nil
 }
 
 // SymDiff implements Murray (2016): Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹), where Φ keeps
@@ -180,7 +180,7 @@ func (op triSolveOp) Do(vs ...G.Value) (G.Value, error) {
 	blas64.Trsm(blas.Left, tr, 1,
 		blas64.Triangular{Uplo: uplo, Diag: blas.NonUnit, N: op.n, Stride: op.n, Data: t},
 		blas64.General{Rows: op.n, Cols: op.k, Stride: op.k, Data: x})
-	return owned(op.shape(), x), nil
+	return op.buf.owned(op.shape(), x), nil
 }
 
 // SymDiff: with A = op(T), B̄ = A⁻ᵀ X̄ and Ā = −B̄ Xᵀ, restricted to T's triangle.

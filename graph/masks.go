@@ -58,7 +58,7 @@ func (op triMaskOp) Do(vs ...G.Value) (G.Value, error) {
 			}
 		}
 	}
-	return owned(tensor.Shape{n, n}, out), nil
+	return op.buf.owned(tensor.Shape{n, n}, out), nil
 }
 func (op triMaskOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	r, err := applyOp(op, g)
@@ -98,7 +98,7 @@ func (op symOp) Do(vs ...G.Value) (G.Value, error) {
 			out[i*n+j] = 0.5 * (x[i*n+j] + x[j*n+i])
 		}
 	}
-	return owned(tensor.Shape{n, n}, out), nil
+	return op.buf.owned(tensor.Shape{n, n}, out), nil
 }
 func (op symOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	r, err := applyOp(op, g)
@@ -159,14 +159,14 @@ func (op diagOp) Do(vs ...G.Value) (G.Value, error) {
 		for i := range out {
 			out[i] = x[i*n+i]
 		}
-		return owned(tensor.Shape{n}, out), nil
+		return op.buf.owned(tensor.Shape{n}, out), nil
 	}
 	out := op.buf.take(n * n)
 	clear(out)
 	for i := 0; i < n; i++ {
 		out[i*n+i] = x[i]
 	}
-	return owned(tensor.Shape{n, n}, out), nil
+	return op.buf.owned(tensor.Shape{n, n}, out), nil
 }
 func (op diagOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	r, err := applyOp(diagOp{n: op.n, toVec: !op.toVec}, g)

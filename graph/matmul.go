@@ -92,7 +92,7 @@ func (op matMulOp) Do(vs ...G.Value) (G.Value, error) {
 		blas64.General{Rows: op.ar, Cols: op.ac, Stride: op.ac, Data: a},
 		blas64.General{Rows: op.br, Cols: op.bc, Stride: op.bc, Data: b},
 		0, blas64.General{Rows: op.m, Cols: op.n, Stride: op.n, Data: c})
-	return owned(tensor.Shape{op.m, op.n}, c), nil
+	return op.buf.owned(tensor.Shape{op.m, op.n}, c), nil
 }
 
 func (op matMulOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {

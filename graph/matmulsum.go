@@ -109,7 +109,7 @@ func (op matMulSumOp) Do(vs ...G.Value) (G.Value, error) {
 		terms = append(terms, gemm.Term{K: r, Alpha: 1, A: as, LDA: r, B: bs, LDB: n})
 	}
 	sumProducts(m, n, terms, c)
-	return owned(tensor.Shape{m, n}, c), nil
+	return op.buf.owned(tensor.Shape{m, n}, c), nil
 }
 
 // sumProducts sets the m×n matrix c to the sum of the terms' products: in

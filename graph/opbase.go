@@ -79,6 +79,8 @@ func allDiff(n int) []bool {
 type outBuf struct {
 	data  []float64
 	epoch uint64
+	// val is the value last returned over data (see owned).
+	val *tensor.Dense
 }
 
 // runEpoch numbers Program runs.
@@ -130,4 +132,22 @@ func applyOp(op G.Op, args ...*G.Node) (*G.Node, error) {
 		op = b.withBuf(&outBuf{})
 	}
 	return G.ApplyOp(op, args...)
+}
+
+// owned wraps the op's output data as a value, reusing last run's value
+// when data is again this buffer's memory with the same shape: the tensor
+// header, its access pattern and shape were a third of a small step's
+// allocations. Data from elsewhere (a fresh allocation) gets a new value.
+func (b *outBuf) owned(shape tensor.Shape, data []float64) G.Value {
+	if b == nil || len(data) == 0 || shape.IsScalar() || len(b.data) == 0 || &data[0] != &b.data[0] {
+		return owned(shape, data)
+	}
+	if v := b.val; v != nil && v.Size() == len(data) && v.Shape().Eq(shape) && v.DataSize() == len(data) {
+		if d, ok := v.Data().([]float64); ok && len(d) > 0 && &d[0] == &data[0] {
+			return v
+		}
+	}
+	v := owned(shape, data).(*tensor.Dense)
+	b.val = v
+	return v
 }

@@ -18,6 +18,10 @@ type Program struct {
 	g     *G.ExprGraph
 	m     G.VM
 	reads map[*G.Node]*G.Value
+	// f is the flat executor (nil with GPC_EXECUTOR=tape); outs are the
+	// nodes whose values Value returns.
+	f    *flat
+	outs map[*G.Node]bool
 }
 
 // Compile prepares g for repeated execution, recording the values of outputs.
@@ -33,6 +37,21 @@ func Compile(g *G.ExprGraph, outputs ...*G.Node) (*Program, error) {
 	}
 	if err := sharedBuffers(g); err != nil {
 		return nil, err
+	}
+	if !useTape {
+		p := &Program{g: g, outs: map[*G.Node]bool{}}
+		for _, o := range outputs {
+			p.outs[o] = true
+		}
+		if len(outputs) > 0 {
+			g = g.ExactSubgraphRoots(outputs...)
+		}
+		f, err := newFlat(g)
+		if err != nil {
+			return nil, err
+		}
+		p.f = f
+		return p, nil
 	}
 	p := &Program{g: g, reads: map[*G.Node]*G.Value{}}
 	var roots G.Nodes
@@ -60,9 +79,15 @@ func (p *Program) Run() (err error) {
 			err = fmt.Errorf("graph: run failed: %v", r)
 		}
 	}()
-	defer p.m.Reset()
 	runEpoch.Add(1) // every node's output buffer may be reused (see outBuf)
-	if err := p.m.RunAll(); err != nil {
+	var runErr error
+	if p.f != nil {
+		runErr = p.f.run()
+	} else {
+		defer p.m.Reset()
+		runErr = p.m.RunAll()
+	}
+	if err := runErr; err != nil {
 		// Gorgonia's VM flattens error chains into text; restore the one
 		// that callers act on.
 		if strings.Contains(err.Error(), ErrNotPositiveDefinite.Error()) && !errors.Is(err, ErrNotPositiveDefinite) {
@@ -76,6 +101,16 @@ func (p *Program) Run() (err error) {
 // Value returns the value an output took in the last run (owned by the
 // program; copy it if it must outlive the next run).
 func (p *Program) Value(n *G.Node) (G.Value, error) {
+	if p.f != nil {
+		if !p.outs[n] {
+			return nil, fmt.Errorf("graph: %v is not an output of the program", n.Name())
+		}
+		v, ok := p.f.value(n)
+		if !ok {
+			return nil, fmt.Errorf("graph: %v has no value; has the program run?", n.Name())
+		}
+		return v, nil
+	}
 	v, ok := p.reads[n]
 	if !ok {
 		return nil, fmt.Errorf("graph: %v is not an output of the program", n.Name())
@@ -106,4 +141,9 @@ func (p *Program) Scalar(n *G.Node) (float64, error) {
 }
 
 // Close releases the machine.
-func (p *Program) Close() error { return p.m.Close() }
+func (p *Program) Close() error {
+	if p.m == nil {
+		return nil
+	}
+	return p.m.Close()
+}

@@ -149,7 +149,7 @@ func (op specialOp) Do(vs ...G.Value) (G.Value, error) {
 			out[lo+i] = op.fn.eval(v)
 		}
 	})
-	return owned(vs[0].Shape(), out), nil
+	return op.buf.owned(vs[0].Shape(), out), nil
 }
 
 func (op specialOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {

@@ -98,7 +98,7 @@ func (op broadcastOp) Do(vs ...G.Value) (G.Value, error) {
 			idx[d] = 0
 		}
 	}
-	return owned(op.out, out), nil
+	return op.buf.owned(op.out, out), nil
 }
 
 func (op broadcastOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
@@ -185,7 +185,7 @@ func (op takeOp) Do(vs ...G.Value) (G.Value, error) {
 		base := (o*op.in[op.axis] + op.start) * inner
 		out = append(out, x[base:base+n*inner]...)
 	}
-	return owned(op.outShape(), out), nil
+	return op.buf.owned(op.outShape(), out), nil
 }
 
 func (op takeOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
@@ -218,7 +218,7 @@ func (op scatterOp) Do(vs ...G.Value) (G.Value, error) {
 		src := o * op.n * inner
 		copy(out[dst:dst+op.n*inner], x[src:src+op.n*inner])
 	}
-	return owned(op.out, out), nil
+	return op.buf.owned(op.out, out), nil
 }
 
 func (op scatterOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
