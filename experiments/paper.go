@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/gpc-dev/gpc/datasets"
 )
 
 // Paper is what one paper's experiments add to the generic runner: its
@@ -24,6 +26,18 @@ type Paper struct {
 	// Figures maps a figure name to the function drawing it from the
 	// results (figure names are global across papers).
 	Figures map[string]FigureFunc
+	// Fitters maps a method's model name to an engine outside models'
+	// compositions (RMGPC's EP, HTPC's Laplace), for the paper's families.
+	Fitters map[string]Fitter
+}
+
+// Fitter trains a model that is not a models composition on a training
+// set; the family scores it through Predict.
+type Fitter func(ctx context.Context, train *datasets.Dataset, r Run) (Predictor, error)
+
+// Predictor is a fitted model's class probabilities: n×C, row-major.
+type Predictor interface {
+	Predict(x []float64, n int) ([]float64, error)
 }
 
 // RunFunc executes one run of a family: build the split, train, score.
@@ -37,7 +51,16 @@ var (
 	families   = map[string]RunFunc{}
 	validators = map[string]func(*Spec) error{}
 	figures    = map[string]FigureFunc{}
+	fitters    = map[string]Fitter{}
 )
+
+// fitterFor returns the registered engine of a method's model name.
+func fitterFor(model string) (Fitter, bool) {
+	papersMu.Lock()
+	defer papersMu.Unlock()
+	f, ok := fitters[model]
+	return f, ok
+}
 
 // RegisterPaper adds a paper's families and figures; a name already taken
 // by another paper is an error.
@@ -62,6 +85,12 @@ func RegisterPaper(p Paper) error {
 	}
 	for f, draw := range p.Figures {
 		figures[f] = draw
+	}
+	for name, fit := range p.Fitters {
+		if _, ok := fitters[name]; ok {
+			return fmt.Errorf("experiments: paper %s: fitter %q is already registered", p.Name, name)
+		}
+		fitters[name] = fit
 	}
 	return nil
 }

@@ -7,9 +7,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/models"
+	"github.com/gpc-dev/gpc/models/htpc"
+	"github.com/gpc-dev/gpc/models/rmgpc"
 )
 
 // The robust multi-class GPC paper (Hernández-Lobato et al. 2011): family
@@ -21,6 +24,17 @@ func init() {
 	p := Paper{
 		Name:     "Robust multi-class GPC (paper 003)",
 		Families: map[string]RunFunc{"robust_uci": robustRun},
+		Fitters: map[string]Fitter{
+			"rmgpc": func(ctx context.Context, train *datasets.Dataset, r Run) (Predictor, error) {
+				return rmgpc.Fit(ctx, train, rmgpc.Config{})
+			},
+			"smgpc": func(ctx context.Context, train *datasets.Dataset, r Run) (Predictor, error) {
+				return rmgpc.Fit(ctx, train, rmgpc.Config{SMGPC: true})
+			},
+			"htpc": func(ctx context.Context, train *datasets.Dataset, r Run) (Predictor, error) {
+				return htpc.Fit(train, htpc.Config{})
+			},
+		},
 		Validate: func(s *Spec) error {
 			for i, d := range s.Datasets {
 				if !slices.Contains(datasets.UCINames(), d) {
@@ -105,13 +119,28 @@ func robustRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	train.C, test.C = ds.C, ds.C
 	std, _ := datasets.Standardize(train, test)
 	train, test = std[0], std[1]
-	res, m, err := e.trainAndScore(ctx, r, train, test, train.N, false)
-	if err != nil {
-		return nil, err
-	}
-	p, err := m.Predict(test.X, test.N, nil)
-	if err != nil {
-		return nil, err
+	var res *Result
+	var p []float64
+	if fit, ok := fitterFor(r.Method.Model); ok {
+		t0 := time.Now()
+		m, err := fit(ctx, train, r)
+		if err != nil {
+			return nil, err
+		}
+		secs := time.Since(t0).Seconds()
+		if p, err = m.Predict(test.X, test.N); err != nil {
+			return nil, err
+		}
+		sc := models.Score(p, test.Y, test.C)
+		res = &Result{Error: sc.Error, NLL: sc.NLL, Seconds: secs, NTrain: train.N, NTest: test.N, D: train.D, C: train.C}
+	} else {
+		var m *models.Model
+		if res, m, err = e.trainAndScore(ctx, r, train, test, train.N, false); err != nil {
+			return nil, err
+		}
+		if p, err = m.Predict(test.X, test.N, nil); err != nil {
+			return nil, err
+		}
 	}
 	res.BCR = BalancedClassRate(p, test.Y, test.C)
 	_, res.PointErr = models.PointLosses(p, test.Y, test.C)

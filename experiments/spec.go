@@ -659,7 +659,11 @@ func (s *Spec) validate() error {
 				return s.errAt(append(at, "training"), "negative training override")
 			}
 		}
-		if _, err := models.New(methodOptions(*m)); err != nil {
+		if _, ok := fitterFor(m.Model); ok {
+			if m.Likelihood != "" || m.Inputs != "" || m.Variant != "" {
+				return s.errAt(append(at, "model"), "method %s: model %s takes no likelihood, inputs or variant", m.Name, m.Model)
+			}
+		} else if _, err := models.New(methodOptions(*m)); err != nil {
 			return s.errAt(append(at, "model"), "method %s: %v", m.Name, err)
 		}
 		mseen[m.Name] = true
