@@ -195,6 +195,10 @@ func (rp *reporter) render(total int) {
 			rp.paramsTable(tb)
 		case "frontier":
 			rp.frontierTable(tb)
+		case "instances":
+			rp.instancesTable(tb)
+		case "outliers":
+			rp.outliersTable(tb)
 		default:
 			rp.resultsTable(tb)
 		}

@@ -33,6 +33,10 @@ type Result struct {
 	// BCR is the balanced class rate: the mean over the classes present in
 	// the test set of the accuracy on each (kept where a table reads it).
 	BCR float64 `json:"bcr,omitempty"`
+	// Outliers is P(z_i = 1 | y, X) for every training row, in the data
+	// set's order, for models with outlier indicators (the robust paper's
+	// Figure 1).
+	Outliers []float64 `json:"outliers,omitempty"`
 	// TestIndex holds the test rows' indices in the data set's file order,
 	// with PointErr, where a table follows single instances (Table 3 of the
 	// robust paper).

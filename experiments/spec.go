@@ -233,6 +233,13 @@ type Table struct {
 	// values differ from its by a two-sided Wilcoxon signed-rank test at
 	// p < 0.01 are marked ◁ (the robust paper's Table 2).
 	TestAgainst string `yaml:"test_against" json:"test_against,omitempty"`
+	// Instances are 1-based rows of the data set (file order) that an
+	// instances table follows (each method's average test error on them
+	// over the splits where they are test rows), or that an outliers table
+	// expects above probability 0.5.
+	Instances []int `yaml:"instances" json:"instances,omitempty"`
+	// Dataset is the data set whose rows Instances number.
+	Dataset string `yaml:"dataset" json:"dataset,omitempty"`
 	// Leader is the method family (a method name's first word) holding the
 	// paper's efficient frontier, for frontier tables.
 	Leader string `yaml:"leader" json:"leader,omitempty"`
@@ -279,7 +286,7 @@ type Quick struct {
 // Families, kinds and names the validator accepts.
 var (
 	variants     = []string{"", "augmented", "sampling"}
-	tableKinds   = []string{"", "results", "confusion", "data", "params", "frontier"}
+	tableKinds   = []string{"", "results", "confusion", "data", "params", "frontier", "instances", "outliers"}
 	tableMetrics = []string{"nll", "error", "bcr", "seconds_per_epoch", "learned_noise"}
 )
 
@@ -713,7 +720,7 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 		return s.errAt(at, "table without id")
 	}
 	if !slices.Contains(tableKinds, tb.Kind) {
-		return s.errAt(append(at, "kind"), "table kind %q: want results, confusion, data, params or frontier", tb.Kind)
+		return s.errAt(append(at, "kind"), "table kind %q: want results, confusion, data, params, frontier, instances or outliers", tb.Kind)
 	}
 	if slices.Contains([]string{"", "results"}, tb.Kind) && !slices.Contains(tableMetrics, tb.Metric) {
 		return s.errAt(append(at, "metric"), "metric %q: want one of %s", tb.Metric, strings.Join(tableMetrics, ", "))
@@ -737,6 +744,19 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 		cols = 3
 	case "data":
 		cols = 3
+	case "instances", "outliers":
+		cols = len(tb.Instances)
+		if cols == 0 {
+			return s.errAt(append(at, "instances"), "table %s: a %s table needs instances (1-based rows)", tb.ID, tb.Kind)
+		}
+		for j, i := range tb.Instances {
+			if i < 1 {
+				return s.errAt(append(at, "instances", j), "table %s: instance %d: rows are numbered from 1", tb.ID, i)
+			}
+		}
+		if tb.Dataset != "" && !slices.Contains(s.Datasets, tb.Dataset) {
+			return s.errAt(append(at, "dataset"), "table %s: data set %q is not in datasets", tb.ID, tb.Dataset)
+		}
 	}
 	if !slices.Contains([]string{"", "se", "sd", "2sd", "none"}, tb.PaperPM) {
 		return s.errAt(append(at, "paper_pm"), "table %s: paper_pm %q: want se, sd, 2sd or none", tb.ID, tb.PaperPM)
