@@ -245,18 +245,48 @@ func (l *Bernoulli) TiltedMoments(y, m, v float64) (logZ, mean, variance float64
 		lam := graph.InvMillsValue(z)
 		return graph.LogNormCDFValue(z), m + y*v*lam/s, v - v*v*lam*(z+lam)/(1+v)
 	}
+	// Gauss–Hermite on the prior, then again centred and scaled on the
+	// tilted distribution that first pass estimates (importance weights
+	// N(f | m, v)/N(f | μ₁, v₁)): for a wide prior the tilted density sits in
+	// a corner of the prior's nodes, and one pass is only good to 1e-5.
 	t, w := Hermite(64)
-	sd := math.Sqrt(2 * v)
+	logSig := func(f float64) float64 { return -softplus(-y * f) }
 	var z0, z1, z2 float64
+	sd := math.Sqrt(2 * v)
 	for k := range t {
 		f := m + sd*t[k]
-		p := w[k] / math.SqrtPi * math.Exp(-math.Log1p(math.Exp(-y*f)))
+		p := w[k] / math.SqrtPi * math.Exp(logSig(f))
+		z0 += p
+		z1 += p * f
+		z2 += p * f * f
+	}
+	m1 := z1 / z0
+	v1 := z2/z0 - m1*m1
+	if !(v1 > 0) || math.IsInf(v1, 0) {
+		return math.Log(z0), m1, v1
+	}
+	z0, z1, z2 = 0, 0, 0
+	sd1 := math.Sqrt(2 * v1)
+	for k := range t {
+		f := m1 + sd1*t[k]
+		// log N(f | m, v) − log N(f | m1, v1) + log σ(yf), with the node's
+		// own Gaussian factor exp(−t²) folded into w.
+		lr := -0.5*math.Log(v/v1) - (f-m)*(f-m)/(2*v) + t[k]*t[k] + logSig(f)
+		p := w[k] / math.SqrtPi * math.Exp(lr)
 		z0 += p
 		z1 += p * f
 		z2 += p * f * f
 	}
 	mean = z1 / z0
 	return math.Log(z0), mean, z2/z0 - mean*mean
+}
+
+// softplus is log(1 + eˣ) without overflow.
+func softplus(x float64) float64 {
+	if x > 30 {
+		return x + math.Log1p(math.Exp(-x))
+	}
+	return math.Log1p(math.Exp(x))
 }
 
 // TiltedMoments implements ep.Tilted in closed form: Z = N(y | m, v + σ²)

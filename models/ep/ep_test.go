@@ -76,31 +76,35 @@ func TestEPOnGaussianIsExact(t *testing.T) {
 
 // Probit tilted moments against quadrature of the tilted density.
 func TestProbitTiltedMoments(t *testing.T) {
-	l := likelihoods.NewProbit()
-	for _, c := range []struct{ y, m, v float64 }{{1, 0.3, 0.8}, {-1, 2, 0.1}, {1, -6, 2}, {-1, -1, 5}} {
-		lz, mean, v := l.TiltedMoments(c.y, c.m, c.v)
-		// Trapezoid quadrature on a wide grid.
-		var z0, z1, z2 float64
-		sd := math.Sqrt(c.v)
-		const k = 20000
-		for i := 0; i <= k; i++ {
-			f := c.m - 12*sd + 24*sd*float64(i)/k
-			p := 0.5 * math.Erfc(-c.y*f/math.Sqrt2) * math.Exp(-(f-c.m)*(f-c.m)/(2*c.v)) / math.Sqrt(2*math.Pi*c.v)
-			w := 24 * sd / k
-			if i == 0 || i == k {
-				w /= 2
+	links := map[string]func(y, f float64) float64{
+		"probit": func(y, f float64) float64 { return 0.5 * math.Erfc(-y*f/math.Sqrt2) },
+		"logit":  func(y, f float64) float64 { return 1 / (1 + math.Exp(-y*f)) },
+	}
+	cases := []struct{ y, m, v float64 }{{1, 0.3, 0.8}, {-1, 2, 0.1}, {1, -6, 2}, {-1, -1, 5}, {1, -3, 9}, {-1, 4, 16}}
+	for name, lik := range links {
+		l := &likelihoods.Bernoulli{Link: name, Points: 20}
+		for _, c := range cases {
+			lz, mean, v := l.TiltedMoments(c.y, c.m, c.v)
+			// Trapezoid quadrature on a wide grid.
+			var z0, z1, z2 float64
+			sd := math.Sqrt(c.v)
+			const k = 40000
+			for i := 0; i <= k; i++ {
+				f := c.m - 14*sd + 28*sd*float64(i)/k
+				p := lik(c.y, f) * math.Exp(-(f-c.m)*(f-c.m)/(2*c.v)) / math.Sqrt(2*math.Pi*c.v)
+				w := 28 * sd / k
+				if i == 0 || i == k {
+					w /= 2
+				}
+				z0 += w * p
+				z1 += w * p * f
+				z2 += w * p * f * f
 			}
-			z0 += w * p
-			z1 += w * p * f
-			z2 += w * p * f * f
-		}
-		qm := z1 / z0
-		if math.Abs(lz-math.Log(z0)) > 1e-7 || math.Abs(mean-qm) > 1e-6 || math.Abs(v-(z2/z0-qm*qm)) > 1e-6 {
-			t.Errorf("%+v: (%v, %v, %v), quadrature (%v, %v, %v)", c, lz, mean, v, math.Log(z0), qm, z2/z0-qm*qm)
-		}
-		lg := &likelihoods.Bernoulli{Link: "logit", Points: 20}
-		if _, _, v := lg.TiltedMoments(c.y, c.m, c.v); !(v > 0 && v < c.v) {
-			t.Errorf("logit tilted variance %v for prior variance %v", v, c.v)
+			qm := z1 / z0
+			qv := z2/z0 - qm*qm
+			if math.Abs(lz-math.Log(z0)) > 1e-7 || math.Abs(mean-qm) > 1e-6*(1+math.Abs(qm)) || math.Abs(v-qv) > 1e-6*(1+qv) {
+				t.Errorf("%s %+v: (%v, %v, %v), quadrature (%v, %v, %v)", name, c, lz, mean, v, math.Log(z0), qm, qv)
+			}
 		}
 	}
 }
