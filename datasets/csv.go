@@ -59,12 +59,25 @@ type CSVOptions struct {
 // ragged row the column is the first surplus cell (too many) or the first
 // missing one (too few), and the message says expected vs got.
 func ReadCSV(path string, opt CSVOptions) (*Dataset, error) {
+	ds, _, err := ReadCSVLines(path, opt)
+	return ds, err
+}
+
+// ReadCSVLines is ReadCSV that also returns the 1-based line of the file
+// each data row starts on, so that a problem found later with row i (a
+// prediction that is not finite) can be reported as file:line.
+func ReadCSVLines(path string, opt CSVOptions) (*Dataset, []int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	return readCSV(f, path, opt)
+	var lines []int
+	ds, err := readCSVLines(f, path, opt, &lines)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ds, lines, nil
 }
 
 func newCSVReader(r io.Reader) *csv.Reader {
@@ -159,6 +172,12 @@ func labelHint(unlabeled bool, hint string) string {
 }
 
 func readCSV(r io.Reader, path string, opt CSVOptions) (*Dataset, error) {
+	return readCSVLines(r, path, opt, nil)
+}
+
+// readCSVLines is readCSV recording each data row's line in *lines when
+// lines is not nil.
+func readCSVLines(r io.Reader, path string, opt CSVOptions, lines *[]int) (*Dataset, error) {
 	cr := newCSVReader(r)
 	ds := &Dataset{Name: opt.Name}
 	if ds.Name == "" {
@@ -217,6 +236,9 @@ func readCSV(r io.Reader, path string, opt CSVOptions) (*Dataset, error) {
 		}
 		ds.Y = append(ds.Y, y)
 		ds.N++
+		if lines != nil {
+			*lines = append(*lines, line)
+		}
 	}
 	if first {
 		return nil, perr(path, 0, 0, "", "file is empty: expected comma-separated rows of inputs%s", labelHint(opt.Unlabeled, " followed by an integer label"))
@@ -307,16 +329,17 @@ func readNoiseCSV(r io.Reader, path string, n, d int) ([]float64, error) {
 // with the header p0,…,p{c−1}, one row per test point. Values are written in
 // the shortest form that reads back bit-for-bit. It refuses NaN and Inf
 // rather than writing a file downstream tools would misread.
+//
+// The file is written atomically (WriteAtomic): a failure, such as a
+// non-finite probability, leaves an existing file at path untouched and no
+// temporary file behind.
 func WriteCSV(path string, probs []float64, n, c int) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := WriteProbabilities(f, probs, n, c); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
+	return WriteAtomic(path, func(w io.Writer) error {
+		if err := WriteProbabilities(w, probs, n, c); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	})
 }
 
 // WriteProbabilities is WriteCSV to an io.Writer (e.g. stdout).
@@ -331,7 +354,7 @@ func WriteProbabilities(w io.Writer, probs []float64, n, c int) error {
 	return writeTable(w, hdr, n, c, func(i, j int) (string, error) {
 		v := probs[i*c+j]
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return "", fmt.Errorf("row %d class %d: probability %v is not finite", i, j, v)
+			return "", fmt.Errorf("row %d (1-based), p%d: probability %v is not finite", i+1, j, v)
 		}
 		return strconv.FormatFloat(v, 'g', -1, 64), nil
 	})
@@ -345,23 +368,20 @@ func WriteDatasetCSV(path string, ds *Dataset) error {
 	if err := ds.Validate(); err != nil {
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
 	hdr := featureHeader(ds)
 	hdr = append(hdr, "y")
-	err = writeTable(f, hdr, ds.N, ds.D+1, func(i, j int) (string, error) {
-		if j == ds.D {
-			return strconv.Itoa(ds.Y[i]), nil
+	return WriteAtomic(path, func(f io.Writer) error {
+		err := writeTable(f, hdr, ds.N, ds.D+1, func(i, j int) (string, error) {
+			if j == ds.D {
+				return strconv.Itoa(ds.Y[i]), nil
+			}
+			return strconv.FormatFloat(ds.X[i*ds.D+j], 'g', -1, 64), nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
-		return strconv.FormatFloat(ds.X[i*ds.D+j], 'g', -1, 64), nil
+		return nil
 	})
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // WriteNoiseCSV writes ds.Noise in the format ReadNoiseCSV reads, with the
@@ -373,18 +393,15 @@ func WriteNoiseCSV(path string, ds *Dataset) error {
 	if ds.Noise == nil {
 		return fmt.Errorf("%s: dataset %q has no Noise to write", path, ds.Name)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = writeTable(f, featureHeader(ds), ds.N, ds.D, func(i, j int) (string, error) {
-		return strconv.FormatFloat(ds.Noise[i*ds.D+j], 'g', -1, 64), nil
+	return WriteAtomic(path, func(f io.Writer) error {
+		err := writeTable(f, featureHeader(ds), ds.N, ds.D, func(i, j int) (string, error) {
+			return strconv.FormatFloat(ds.Noise[i*ds.D+j], 'g', -1, 64), nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
 	})
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // featureHeader returns the feature names, or x1..xD when there are none

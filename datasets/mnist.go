@@ -38,27 +38,46 @@ func openMaybeGzip(p string) (io.Reader, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	br := bufio.NewReaderSize(f, 1<<16)
+	r, err := maybeGunzip(f, p)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return r, f.Close, nil
+}
+
+// maybeGunzip returns a reader over r's content, decompressing gzip when r
+// starts with gzip's magic bytes; p names the file in errors.
+func maybeGunzip(r io.Reader, p string) (io.Reader, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
 	magic, _ := br.Peek(2)
 	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			f.Close()
-			return nil, nil, perr(p, 0, 0, "", "looks gzip-compressed but its gzip header is invalid: %v", err)
+			return nil, perr(p, 0, 0, "", "looks gzip-compressed but its gzip header is invalid: %v", err)
 		}
-		return zr, f.Close, nil
+		return zr, nil
 	}
-	return br, f.Close, nil
+	return br, nil
 }
 
 // readIDX reads an idx file (raw or gzip) and checks that it has wantDims
 // dimensions and exactly as many data bytes as the header announces.
 func readIDX(p string, wantDims int) ([]int, []byte, error) {
-	r, closeFn, err := openMaybeGzip(p)
+	f, err := os.Open(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer closeFn()
+	defer f.Close()
+	return readIDXFrom(f, p, wantDims)
+}
+
+// readIDXFrom is readIDX on the file's content r; p names it in errors.
+func readIDXFrom(f io.Reader, p string, wantDims int) ([]int, []byte, error) {
+	r, err := maybeGunzip(f, p)
+	if err != nil {
+		return nil, nil, err
+	}
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, nil, perr(p, 0, 0, "", "too short for an idx header (need 4 magic bytes): %v", err)

@@ -169,6 +169,9 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 	res, err := e.score(m, train, test, secs, epochs)
 	if res != nil {
 		res.Trace = trace
+		if note := emptyClassNote(train); note != "" {
+			res.Notes = append(res.Notes, note)
+		}
 	}
 	return res, m, err
 }

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/gpc-dev/gpc/datasets"
 )
 
 // Result is one finished run, one line of results.jsonl. Optional fields
@@ -81,6 +83,25 @@ type Result struct {
 	Trace []TracePoint `json:"trace,omitempty"`
 	// Finished is when the run ended (RFC 3339).
 	Finished string `json:"finished"`
+}
+
+// emptyClassNote names, for Result.Notes, the classes of 0..C−1 a training
+// split has no rows of, or is "" when every class has rows. A split with
+// rows of one class only never gets here: models.Fit refuses it (a
+// one-class classifier is no result) and the run fails, naming the
+// classes. With two or more classes present the run is a result (the
+// noisy-input paper's toy problem can have a class that wins nowhere), but
+// one a reader should know about.
+func emptyClassNote(train *datasets.Dataset) string {
+	var ec *datasets.EmptyClassError
+	if !errors.As(train.MissingClasses("", ""), &ec) {
+		return ""
+	}
+	noun := "class " + datasets.ClassList(ec.Empty)
+	if len(ec.Empty) > 1 {
+		noun = "classes " + datasets.ClassList(ec.Empty)
+	}
+	return fmt.Sprintf("the training split has no rows of %s (of 0..%d); the model was trained on the other classes", noun, ec.C-1)
 }
 
 // TracePoint is the hold-out score after one objective evaluation, with

@@ -44,19 +44,40 @@ type FitConfig struct {
 // scratch; Continue trains a fitted model further on a data set with rows
 // appended, so Fit keeps the training graph and optimiser state in the
 // model.
+//
+// Fit refuses training data with rows of fewer than two classes, naming the
+// empty ones (a class of 0..C−1 without rows is accepted when two or more
+// have rows: Dataset.C may exceed the classes a subset holds). With
+// Options.Inputs.Standardize it first computes the input standardisation
+// from train and trains in standardised units. Cancelling ctx stops Fit
+// also while it builds its graphs (which takes minutes for hundreds of
+// classes); the model must then be fitted again before use. A kernel matrix
+// that no jitter makes positive definite is returned as a
+// *NotPositiveDefiniteError.
 func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig) error {
 	if err := train.Validate(); err != nil {
+		return err
+	}
+	if err := checkTrainingClasses(train); err != nil {
 		return err
 	}
 	warn := cfg.Warnings
 	if warn == nil {
 		warn = os.Stderr
 	}
-	m.fit, m.meanSamples = nil, nil
-	if err := m.initialize(train, warn); err != nil {
-		return err
+	m.fit, m.meanSamples, m.scaler = nil, nil, nil
+	if m.Opts.Inputs.Standardize {
+		s, err := fitScaler(train)
+		if err != nil {
+			return err
+		}
+		m.scaler = s
+		train = m.standardize(train)
 	}
-	return engines[m.Opts.Inference](ctx, m, train, cfg)
+	if _, err := interruptibly(ctx, func() (struct{}, error) { return struct{}{}, m.initialize(train, warn) }); err != nil {
+		return m.explain("training", err)
+	}
+	return m.explain("training", engines[m.Opts.Inference](ctx, m, train, cfg))
 }
 
 // engines fit an initialised model; the key is Options.Inference.
@@ -73,7 +94,7 @@ func fitSVI(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfi
 	if t.Optimizer == "lbfgs" {
 		t.Batch = train.N
 	}
-	obj, err := m.newObjectiveBatch(train, t.Batch)
+	obj, err := interruptibly(ctx, func() (*svi.Objective, error) { return m.newObjectiveBatch(train, t.Batch) })
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,18 @@ import (
 
 // LearnedNoise returns the learned per-dimension input-noise variances, or
 // nil when the noise is given or the model has no noise part.
+//
+// With Options.Inputs.Standardize they are learned in standardised units
+// and returned in the inputs' units (multiplied by the squared scale).
 func (m *Model) LearnedNoise() []float64 {
 	if n := m.InputNoise(); n != nil {
-		return n.Learned()
+		v := n.Learned()
+		if m.scaler != nil {
+			for k := range v {
+				v[k] *= m.scaler.Scale[k] * m.scaler.Scale[k]
+			}
+		}
+		return v
 	}
 	return nil
 }
@@ -63,6 +72,7 @@ func (m *Model) Marginals(x []float64, n int, noise []float64) (mu, v, delta []f
 	if len(x) != n*m.D || (noise != nil && len(noise) != n*m.D) {
 		return nil, nil, nil, fmt.Errorf("models: %d inputs and %d noise values for %d rows of %d features", len(x), len(noise), n, m.D)
 	}
+	x, noise = m.standardizeTest(x, n, noise)
 	t := m.newTestGraph(n)
 	copy(t.x.data, x)
 	post, err := m.post.Bind(t.s)
@@ -122,6 +132,7 @@ func (m *Model) Marginals(x []float64, n int, noise []float64) (mu, v, delta []f
 
 // InducingInputs returns a copy of each latent function's inducing inputs
 // (M×D, row-major); with shared inducing inputs every entry is the same set.
+// They are in the inputs' units (a standardised model's are mapped back).
 func (m *Model) InducingInputs() [][]float64 {
 	if m.post == nil {
 		return nil
@@ -129,6 +140,11 @@ func (m *Model) InducingInputs() [][]float64 {
 	out := make([][]float64, m.post.Latent)
 	for c := range out {
 		out[c] = append([]float64(nil), m.post.Z[c].Data...)
+		if s := m.scaler; s != nil {
+			for k := range out[c] {
+				out[c][k] = out[c][k]*s.Scale[k%m.D] + s.Mean[k%m.D]
+			}
+		}
 	}
 	return out
 }

@@ -37,6 +37,9 @@ type Model struct {
 	// fit is the training state Fit leaves for Continue (nil before Fit
 	// and after Load).
 	fit *trainState
+	// scaler is the input standardisation Fit computed
+	// (Options.Inputs.Standardize), nil when the inputs are used as given.
+	scaler *datasets.Scaler
 }
 
 // New returns an untrained model; its parameters are created from the data
@@ -200,12 +203,15 @@ func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 			m.post = post
 			break
 		}
-		if !errors.Is(err, graph.ErrNotPositiveDefinite) || tries == solvers.DefaultMaxJitterIncreases {
+		if !errors.Is(err, graph.ErrNotPositiveDefinite) {
 			return err
+		}
+		if tries == solvers.DefaultMaxJitterIncreases {
+			return &NotPositiveDefiniteError{Stage: "training", Jitter: jitter, Raised: jitter > o.Posterior.Jitter, Err: fmt.Errorf("K_ZZ at initialisation: %w", err)}
 		}
 		next, ok := solvers.NextJitter(jitter, 0)
 		if !ok {
-			return fmt.Errorf("models: K_ZZ is not positive definite at initialisation even with jitter %g: %w", jitter, err)
+			return &NotPositiveDefiniteError{Stage: "training", Jitter: jitter, Raised: jitter > o.Posterior.Jitter, Err: fmt.Errorf("K_ZZ at initialisation: %w", err)}
 		}
 		fmt.Fprintf(warn, "models: warning: K_ZZ is not positive definite at initialisation; jitter raised to %g\n", next)
 		jitter = next

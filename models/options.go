@@ -118,6 +118,20 @@ type InputOptions struct {
 	// Model is a registered input model (inputs.Names: observed, latent,
 	// amortised, first-order, sampled).
 	Model string
+	// Standardize makes Fit standardise every input column with the
+	// training rows' mean and population standard deviation (a constant
+	// column is only centred), keep that transform in the model (Save
+	// stores it) and apply it to every input Predict, Marginals and Continue
+	// receive; given noise variances are divided by the squared scale.
+	// Learned noise variances, kernel length-scales and q(u) are then in
+	// standardised units; LearnedNoise and InducingInputs report them in
+	// the inputs' units. Without it (the zero value, the original code's
+	// behaviour) the inputs are used as given, and inputs of an extreme
+	// scale (×1e6, ×1e−6) leave the length-scale heuristics and the
+	// optimiser at a constant classifier. gpc train sets it unless
+	// --no-standardize. Standardising data that are already standardised
+	// is the identity up to round-off. FitStream does not standardise.
+	Standardize bool `json:",omitempty"`
 	inputs.Config
 }
 

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -125,12 +126,30 @@ func (m *Model) noiseAt(noise []float64, i, d int) float64 {
 // first-order: quadrature over f), or, for an inputs.Sampler (latent,
 // amortised), averaged over its draws of x* ~ p(x* | x̃*), the same draws for
 // every class, so that each row sums to one.
+//
+// The inputs and noise variances are in the units of the training data;
+// a model fitted with Options.Inputs.Standardize applies its transform.
 func (m *Model) Predict(x []float64, n int, noise []float64) ([]float64, error) {
+	return m.PredictContext(context.Background(), x, n, noise)
+}
+
+// PredictContext is Predict stopping with ctx's error as soon as ctx is
+// cancelled: while it builds the prediction graph, between batches of rows
+// and between the draws of a sampling input model (however many draws
+// Options.Inputs.TestSamples asks for). A kernel matrix that is not
+// positive definite is returned as a *NotPositiveDefiniteError.
+func (m *Model) PredictContext(ctx context.Context, x []float64, n int, noise []float64) ([]float64, error) {
 	if err := m.checkTest(x, n, noise); err != nil {
 		return nil, err
 	}
+	x, noise = m.standardizeTest(x, n, noise)
+	out, err := m.predict(ctx, x, n, noise)
+	return out, m.explain("prediction", err)
+}
+
+func (m *Model) predict(ctx context.Context, x []float64, n int, noise []float64) ([]float64, error) {
 	rows := min(n, predictBatch)
-	pg, err := m.buildPredict(rows)
+	pg, err := interruptibly(ctx, func() (*testGraph, error) { return m.buildPredict(rows) })
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +158,9 @@ func (m *Model) Predict(x []float64, n int, noise []float64) ([]float64, error) 
 	rng := rand.New(rand.NewPCG(m.Opts.Train.Seed, 0x9ed))
 	sampler, _ := m.inputs.(inputs.Sampler)
 	for start := 0; start < n; start += rows {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		real := min(rows, n-start)
 		// Pad the last batch by repeating its first row; padded outputs are dropped.
 		for r := 0; r < rows; r++ {
@@ -153,9 +175,9 @@ func (m *Model) Predict(x []float64, n int, noise []float64) ([]float64, error) 
 		var probs []float64
 		switch {
 		case sampler != nil:
-			probs, err = m.sampleInputs(pg, sampler, x, noise, start, real, rng)
+			probs, err = m.sampleInputs(ctx, pg, sampler, x, noise, start, real, rng)
 		case m.meanSamples != nil:
-			probs, err = m.averageMeans(pg)
+			probs, err = m.averageMeans(ctx, pg)
 		default:
 			probs, err = pg.run()
 		}
@@ -168,7 +190,7 @@ func (m *Model) Predict(x []float64, n int, noise []float64) ([]float64, error) 
 }
 
 // sampleInputs averages the probabilities over draws of the noiseless inputs.
-func (m *Model) sampleInputs(pg *testGraph, s inputs.Sampler, x, noise []float64, start, real int, rng *rand.Rand) ([]float64, error) {
+func (m *Model) sampleInputs(ctx context.Context, pg *testGraph, s inputs.Sampler, x, noise []float64, start, real int, rng *rand.Rand) ([]float64, error) {
 	rows, D := len(pg.x.data)/m.D, m.D
 	mean := make([]float64, rows*D)
 	sd := make([]float64, rows*D)
@@ -182,6 +204,9 @@ func (m *Model) sampleInputs(pg *testGraph, s inputs.Sampler, x, noise []float64
 	}
 	acc := make([]float64, rows*m.C)
 	for k := 0; k < s.Samples(); k++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		for j := range pg.x.data {
 			pg.x.data[j] = mean[j] + sd[j]*rng.NormFloat64()
 		}
@@ -201,12 +226,15 @@ func (m *Model) sampleInputs(pg *testGraph, s inputs.Sampler, x, noise []float64
 
 // averageMeans averages the probabilities over the stored draws of q(u)'s
 // mean, restoring the mean afterwards.
-func (m *Model) averageMeans(pg *testGraph) ([]float64, error) {
+func (m *Model) averageMeans(ctx context.Context, pg *testGraph) ([]float64, error) {
 	mean := m.post.Mean[0].Data
 	keep := append([]float64(nil), mean...)
 	defer copy(mean, keep)
 	var acc []float64
 	for _, s := range m.meanSamples {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		copy(mean, s)
 		p, err := pg.run()
 		if err != nil {

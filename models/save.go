@@ -5,16 +5,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
-	"path/filepath"
+
+	"github.com/gpc-dev/gpc/datasets"
 )
 
-// FormatVersion is the version of the model file format written by Save.
-// Version 2 stores the composition (preset, kernel, likelihood, posterior,
-// input model); version 1 files (a flat option list with a model kind)
-// are converted on Load.
-const FormatVersion = 2
+// FormatVersion is the newest version of the model file format written by
+// Save. Version 2 stores the composition (preset, kernel, likelihood,
+// posterior, input model); version 1 files (a flat option list with a model
+// kind) are converted on Load. Version 3 adds the input standardisation
+// (Options.Inputs.Standardize): Save writes it only for a model that has
+// one, so that a gpc reading versions 1 and 2 refuses such a file rather
+// than predicting on untransformed inputs, and writes version 2 otherwise.
+// A file without a standardisation loads as a model without one.
+const FormatVersion = 3
+
+// savedScaler is the input standardisation x' = (x − Mean) / Scale.
+type savedScaler struct {
+	Mean  []float64 `json:"mean"`
+	Scale []float64 `json:"scale"`
+}
 
 type savedParam struct {
 	Name  string    `json:"name"`
@@ -33,6 +45,9 @@ type savedModel struct {
 	Params  []savedParam    `json:"params"`
 	// MeanSamples are draws of q(u)'s mean the prediction averages over.
 	MeanSamples [][]float64 `json:"mean_samples,omitempty"`
+	// Standardize is the input standardisation (version 3), absent when
+	// the model uses its inputs as given.
+	Standardize *savedScaler `json:"standardize,omitempty"`
 }
 
 // Save writes the model to a versioned JSON file: its composition and every
@@ -47,7 +62,11 @@ func (m *Model) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("models: saving %s: %w", path, err)
 	}
-	s := savedModel{Format: "gpc-model", Version: FormatVersion, Options: opts, D: m.D, C: m.C, N: m.N, M: m.post.M, MeanSamples: m.meanSamples}
+	s := savedModel{Format: "gpc-model", Version: 2, Options: opts, D: m.D, C: m.C, N: m.N, M: m.post.M, MeanSamples: m.meanSamples}
+	if m.scaler != nil {
+		s.Version = FormatVersion
+		s.Standardize = &savedScaler{Mean: m.scaler.Mean, Scale: m.scaler.Scale}
+	}
 	for _, p := range m.params() {
 		s.Params = append(s.Params, savedParam{Name: p.Name, Shape: p.Shape, Data: p.Data})
 	}
@@ -57,22 +76,12 @@ func (m *Model) Save(path string) error {
 	}
 	// A temporary file in the target directory, renamed over the target:
 	// never a half-written model, and nothing left behind on failure.
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	err = datasets.WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("models: saving %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("models: saving %s: %w", path, werr)
 	}
 	return nil
 }
@@ -85,7 +94,13 @@ func Load(path string, custom *Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return load(b, path, custom)
+}
+
+// load is Load on the file's contents b; path names it in messages.
+func load(b []byte, path string, custom *Options) (*Model, error) {
 	var s savedModel
+	var err error
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("models: %s is not a model file: %w", path, err)
 	}
@@ -98,14 +113,14 @@ func Load(path string, custom *Options) (*Model, error) {
 		if opts, err = optionsV1(s.Options); err != nil {
 			return nil, fmt.Errorf("models: %s (format version 1): %w", path, err)
 		}
-	case FormatVersion:
+	case 2, FormatVersion:
 		dec := json.NewDecoder(bytes.NewReader(s.Options))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&opts); err != nil {
 			return nil, fmt.Errorf("models: %s: options: %w", path, err)
 		}
 	default:
-		return nil, fmt.Errorf("models: %s has format version %d; this gpc reads versions 1 and %d", path, s.Version, FormatVersion)
+		return nil, fmt.Errorf("models: %s has format version %d; this gpc reads versions 1 to %d", path, s.Version, FormatVersion)
 	}
 	if custom != nil {
 		opts.Kernel.Factory, opts.Likelihood.Custom = custom.Kernel.Factory, custom.Likelihood.Custom
@@ -120,8 +135,20 @@ func Load(path string, custom *Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("models: %s: %w", path, err)
 	}
-	if s.D < 1 || s.C < 2 || s.M < 1 || s.N < 1 || s.D*s.M > 1<<30 {
-		return nil, fmt.Errorf("models: %s: invalid sizes d=%d c=%d m=%d n=%d", path, s.D, s.C, s.M, s.N)
+	// The sizes must be backed by the values stored: a file edited to a
+	// million classes or inducing points is refused before anything of
+	// that size is allocated.
+	total := 0
+	for _, p := range s.Params {
+		total += len(p.Data)
+	}
+	fits := func(a, b int) bool { return a >= 1 && b >= 1 && b <= total/a }
+	hiddenOK := true
+	for _, h := range m.Opts.Inputs.Hidden {
+		hiddenOK = hiddenOK && fits(h, 1)
+	}
+	if s.D < 1 || s.C < 2 || s.M < 1 || s.N < 1 || !fits(s.D, s.M) || !fits(s.M, s.M) || !fits(s.C, s.M) || !hiddenOK {
+		return nil, fmt.Errorf("models: %s: invalid sizes d=%d c=%d m=%d n=%d for the %d parameter values stored", path, s.D, s.C, s.M, s.N, total)
 	}
 	if err := m.allocate(s.D, s.C, s.N, s.M); err != nil {
 		return nil, fmt.Errorf("models: %s: %w", path, err)
@@ -156,6 +183,22 @@ func Load(path string, custom *Options) (*Model, error) {
 		}
 	}
 	m.meanSamples = s.MeanSamples
+	if s.Standardize == nil && opts.Inputs.Standardize {
+		// Predicting without the transform the model was trained with
+		// would give wrong numbers silently.
+		return nil, fmt.Errorf("models: %s: the model was trained on standardised inputs but the file holds no standardisation", path)
+	}
+	if sc := s.Standardize; sc != nil {
+		if len(sc.Mean) != s.D || len(sc.Scale) != s.D {
+			return nil, fmt.Errorf("models: %s: the input standardisation has %d means and %d scales for %d features", path, len(sc.Mean), len(sc.Scale), s.D)
+		}
+		for j := range sc.Mean {
+			if !finite(sc.Mean[j]) || !finite(sc.Scale[j]) || !(sc.Scale[j] > 0) {
+				return nil, fmt.Errorf("models: %s: the input standardisation of column %d (mean %v, scale %v) is not a finite mean and a positive finite scale", path, j+1, sc.Mean[j], sc.Scale[j])
+			}
+		}
+		m.scaler = &datasets.Scaler{Mean: sc.Mean, Scale: sc.Scale}
+	}
 	return m, nil
 }
 

@@ -23,6 +23,15 @@ func (m *Model) NewStepper(train *datasets.Dataset) (*Stepper, error) {
 	if err := train.Validate(); err != nil {
 		return nil, err
 	}
+	m.scaler = nil
+	if m.Opts.Inputs.Standardize {
+		s, err := fitScaler(train)
+		if err != nil {
+			return nil, err
+		}
+		m.scaler = s
+		train = m.standardize(train)
+	}
 	if err := m.initialize(train, io.Discard); err != nil {
 		return nil, err
 	}

@@ -96,6 +96,8 @@ func (m *Model) FitStream(ctx context.Context, src RowSource, cfg FitConfig) err
 		return errors.New("models: FitStream cannot fit the full posterior family (Z = X needs every training row in memory); use the sparse family")
 	case m.UsesGivenNoise():
 		return errors.New("models: FitStream cannot fit a model that reads given input-noise variances per row; a RowSource carries inputs and labels only")
+	case m.Opts.Inputs.Standardize:
+		return errors.New("models: FitStream does not standardise inputs (the statistics need a pass over every row); standardise the source's rows (datasets.RowStore does) and leave Options.Inputs.Standardize off")
 	}
 	if err := m.CheckClasses(c); err != nil {
 		return fmt.Errorf("models: FitStream: row source: %w", err)
@@ -104,7 +106,7 @@ func (m *Model) FitStream(ctx context.Context, src RowSource, cfg FitConfig) err
 	if warn == nil {
 		warn = os.Stderr
 	}
-	m.fit, m.meanSamples = nil, nil
+	m.fit, m.meanSamples, m.scaler = nil, nil, nil
 
 	// Initialise from a sample; it is garbage once the buffer is filled.
 	sample, err := streamSample(src, min(n, StreamInitRows), t.Seed)

@@ -84,6 +84,9 @@ func (m *Model) Continue(ctx context.Context, train *datasets.Dataset, epochs in
 	case train.N < m.N:
 		return fmt.Errorf("models: cannot continue on %d rows: the model was fitted on %d, and Continue only appends rows", train.N, m.N)
 	}
+	// The rows the model was fitted on are in its standardised units, the
+	// new ones too: through the transform Fit computed, not a new one.
+	train = m.standardize(train)
 	if n := m.InputNoise(); n != nil {
 		if err := n.CheckGiven(train); err != nil {
 			return err

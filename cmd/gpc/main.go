@@ -29,9 +29,14 @@
 // the model), a number (the same known variance for every input entry) or a
 // CSV file of per-entry variances with the shape of the inputs.
 //
+// gpc train standardises the inputs (the transform is saved in the model
+// and applied by gpc predict; --no-standardize turns it off).
+//
 // Every command prints its flags with -h. Usage errors exit with status 2,
 // runtime errors with status 1 and a message "gpc <command>: ..." on
-// standard error. Ctrl-C interrupts training without writing a model.
+// standard error. Ctrl-C or SIGTERM interrupts training or prediction, also
+// while a model's graph is being built, without writing a file; outputs are
+// written through a temporary file renamed over the target.
 package main
 
 import (

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/models"
@@ -34,7 +35,13 @@ then printed to standard output as one JSON line {"error":…,"nll":…,"n":…}
 
 --input-noise gives the test inputs' noise variances (a number for every
 entry, or a CSV file with the same rows and input columns as FILE.csv); by
-default the model's learned or training variance is used. MGP ignores it.`)
+default the model's learned or training variance is used. MGP ignores it.
+
+A model trained with standardised inputs (the default of gpc train) applies
+its saved transform; give the inputs and variances in the training file's
+units. PROBS.csv is written only when every probability is finite, through a
+temporary file beside it: a failure or Ctrl-C leaves an existing PROBS.csv
+as it was.`)
 	var a predictArgs
 	var noise string
 	f.StringVar(&a.model, "model", "", "trained model `MODEL.json` written by gpc train (required)")
@@ -78,6 +85,14 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if err := checkOutput(a.out, "probs.csv", a.input, a.model, a.noise.file); err != nil {
+		return err
+	}
+	if ext, err := loadExternal(a.model); err != nil {
+		return err
+	} else if ext != nil {
+		return predictExternal(ctx, ext, a, stdout)
+	}
 	m, err := models.Load(a.model, nil)
 	if err != nil {
 		return err
@@ -87,7 +102,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return usagef("--test-samples: %v", err)
 		}
 	}
-	ds, err := readInputs(a.input, a.labeled, m.D, m.C)
+	ds, lines, err := readInputs(a.input, a.labeled, m.D, m.C)
 	if err != nil {
 		return err
 	}
@@ -110,12 +125,21 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			noise[i] = a.noise.value
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("interrupted")
-	}
-	probs, err := m.Predict(ds.X, ds.N, noise)
+	probs, err := m.PredictContext(ctx, ds.X, ds.N, noise)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted; nothing written to %s", a.out)
+		}
+		return explainNumerical("predicting with "+a.model, err)
+	}
+	// Every probability is checked before the file is touched, and a bad
+	// one is reported at the input's file:line.
+	for i := range ds.N {
+		for k := range m.C {
+			if v := probs[i*m.C+k]; math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s:%d: the predicted class probabilities are not finite (p%d = %v): the row's inputs are probably far outside the scale of the training data, or the model's parameters are extreme; nothing written to %s", a.input, lines[i], k, v, a.out)
+			}
+		}
 	}
 	if err := datasets.WriteCSV(a.out, probs, ds.N, m.C); err != nil {
 		return err
@@ -132,30 +156,30 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // readInputs reads the rows to predict and checks them against a model with
-// d features and c classes.
-func readInputs(path string, labeled bool, d, c int) (*datasets.Dataset, error) {
+// d features and c classes; lines are the rows' lines in the file.
+func readInputs(path string, labeled bool, d, c int) (*datasets.Dataset, []int, error) {
 	if labeled {
 		// Read without NumClasses first so that a column-count mismatch is
 		// reported as such rather than as an out-of-range "label".
 		ds, err := datasets.ReadCSV(path, datasets.CSVOptions{Unlabeled: true})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ds.D != d+1 {
-			return nil, fmt.Errorf("%s has %d columns; with --labeled the model expects %d feature columns and a label (%d columns)", path, ds.D, d, d+1)
+			return nil, nil, fmt.Errorf("%s has %d columns; with --labeled the model expects %d feature columns and a label (%d columns)", path, ds.D, d, d+1)
 		}
-		return datasets.ReadCSV(path, datasets.CSVOptions{NumClasses: c})
+		return datasets.ReadCSVLines(path, datasets.CSVOptions{NumClasses: c})
 	}
-	ds, err := datasets.ReadCSV(path, datasets.CSVOptions{Unlabeled: true})
+	ds, lines, err := datasets.ReadCSVLines(path, datasets.CSVOptions{Unlabeled: true})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ds.D != d {
 		hint := ""
 		if ds.D == d+1 {
 			hint = " (if the last column is the label, add --labeled)"
 		}
-		return nil, fmt.Errorf("%s has %d columns; the model expects exactly %d feature columns%s", path, ds.D, d, hint)
+		return nil, nil, fmt.Errorf("%s has %d columns; the model expects exactly %d feature columns%s", path, ds.D, d, hint)
 	}
-	return ds, nil
+	return ds, lines, nil
 }

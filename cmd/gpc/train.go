@@ -108,6 +108,9 @@ func modelHelp() string {
 	for _, p := range models.Presets() {
 		fmt.Fprintf(&b, "  %-9s %s\n", p.Name, p.Summary)
 	}
+	for _, name := range []string{"rmgpc", "smgpc", "htpc"} {
+		fmt.Fprintf(&b, "  %-9s %s (takes only --train, --out, --quiet)\n", name, externalModels[name])
+	}
 	return b.String()
 }
 
@@ -115,11 +118,12 @@ var kernelNames = models.KernelNames
 
 // trainArgs is the parsed command line of gpc train.
 type trainArgs struct {
-	train, out string
-	opts       models.Options
-	model      *models.Model
-	noise      noiseSpec
-	quiet      bool
+	train, out    string
+	opts          models.Options
+	model         *models.Model
+	noise         noiseSpec
+	quiet         bool
+	noStandardize bool
 }
 
 func parseTrain(args []string, stdout io.Writer) (*trainArgs, error) {
@@ -138,7 +142,14 @@ Presets:
 per input dimension (the default for models with an input-noise part), a
 number is the known variance of every input entry, and a file gives one
 variance per entry (a CSV with the same rows and input columns as the training
-file). Models without an input-noise part ignore it.`)
+file). Models without an input-noise part ignore it.
+
+The inputs are standardised with the training rows' mean and standard
+deviation per column; the transform is saved in the model and applied by
+gpc predict, so inputs of any scale (×1e6, ×1e−6) train alike. Noise
+variances are given in the inputs' units. --no-standardize uses the inputs
+as given. A training error no better than always predicting the most
+frequent class is reported as a warning.`)
 	var a trainArgs
 	var model, noise, hidden string
 	f.StringVar(&a.train, "train", "", "training data `FILE.csv` (required)")
@@ -162,7 +173,8 @@ file). Models without an input-noise part ignore it.`)
 	samples := f.Int("test-samples", 500, "nimgp, nimgp-nn: Monte Carlo `samples` of the noiseless test input per prediction")
 	delta := f.Float64("delta", 0, "gpc1, gpc2, gpc3: initial robust-likelihood `δ` (0: 1e-3), or its value with --fix-delta")
 	fixDelta := f.Bool("fix-delta", false, "gpc1, gpc2, gpc3: keep δ fixed instead of learning it")
-	f.BoolVar(&a.quiet, "quiet", false, "no progress output")
+	f.BoolVar(&a.quiet, "quiet", false, "no progress output (warnings are still printed)")
+	f.BoolVar(&a.noStandardize, "no-standardize", false, "use the inputs as given instead of standardising each column")
 	pos, err := f.parse(args, stdout)
 	if err != nil {
 		return nil, err
@@ -221,6 +233,7 @@ file). Models without an input-noise part ignore it.`)
 		Train:      models.TrainOptions{Epochs: *epochs, Batch: *batch, LR: *lr, Seed: *seed, Optimizer: optim},
 	}
 	a.opts.Inputs.Hidden, a.opts.Inputs.Residual, a.opts.Inputs.TestSamples = h, *residual, *samples
+	a.opts.Inputs.Standardize = !a.noStandardize
 	a.opts.Inputs.Noise.Var = a.noise.value
 	// Learned noise is the default where the model has a noise part; a
 	// model without one ignores these settings.
@@ -239,8 +252,18 @@ file). Models without an input-noise part ignore it.`)
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if name, train, out, quiet, ok, err := externalTrainArgs(args); ok {
+		if err != nil {
+			return err
+		}
+		return trainExternal(ctx, name, train, out, quiet, stderr)
+	}
 	a, err := parseTrain(args, stdout)
 	if err != nil {
+		return err
+	}
+	// An output that cannot be written is found now, not after training.
+	if err := checkOutput(a.out, "model.json", a.train, a.noise.file); err != nil {
 		return err
 	}
 	ds, err := datasets.ReadCSV(a.train, datasets.CSVOptions{})
@@ -249,6 +272,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if ds.C < 2 {
 		return fmt.Errorf("%s: every label is 0; a classifier needs at least two classes", a.train)
+	}
+	// Every class 0..C−1 must have rows: a gap in the labels, a file of one
+	// class, or a stray label of 1000000 (a million latent functions) is
+	// refused here, naming the classes.
+	if err := ds.MissingClasses(a.train, ""); err != nil {
+		return err
 	}
 	if a.noise.file != "" {
 		if ds.Noise, err = datasets.ReadNoiseCSV(a.noise.file, ds.N, ds.D); err != nil {
@@ -280,7 +309,14 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 			return fmt.Errorf("training interrupted; no model written to %s", a.out)
 		}
-		return err
+		return explainNumerical("training on "+a.train, err)
+	}
+	if err := warnAtChance(ctx, m, ds, a, stderr); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("training interrupted; no model written to %s", a.out)
+		}
+		// The model is trained; the check is advisory.
+		fmt.Fprintf(stderr, "gpc train: warning: could not check the training error: %v\n", err)
 	}
 	if err := m.Save(a.out); err != nil {
 		return err
@@ -288,6 +324,60 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !a.quiet {
 		fmt.Fprintf(stderr, "wrote %s (%s, trained in %.1f s)\n", a.out, m.Name(), time.Since(start).Seconds())
 	}
+	return nil
+}
+
+// chanceRows bounds the training rows the chance check predicts.
+const chanceRows = 5000
+
+// warnAtChance predicts the training rows (at most chanceRows, evenly
+// spaced) and warns when the error is within 0.01 of always predicting the
+// most frequent class: a model that has learned nothing from its inputs,
+// which is what inputs of an extreme scale give without standardisation.
+func warnAtChance(ctx context.Context, m *models.Model, ds *datasets.Dataset, a *trainArgs, stderr io.Writer) error {
+	sub := ds
+	if ds.N > chanceRows {
+		idx := make([]int, chanceRows)
+		for k := range idx {
+			idx[k] = k * ds.N / chanceRows
+		}
+		sub = ds.Subset(idx)
+	}
+	var noise []float64
+	if m.UsesGivenNoise() && sub.Noise != nil {
+		noise = sub.Noise
+		for _, v := range noise {
+			if !(v > 0) { // allowed in training by some models, not in prediction
+				noise = nil
+				break
+			}
+		}
+	}
+	// A model that samples its test inputs needs no more than a few dozen
+	// draws to tell a constant classifier; the saved model keeps its own.
+	if n := m.Opts.Inputs.TestSamples; n > 50 {
+		if err := m.SetTestSamples(50); err == nil {
+			defer m.SetTestSamples(n)
+		}
+	}
+	probs, err := m.PredictContext(ctx, sub.X, sub.N, noise)
+	if err != nil {
+		return explainNumerical("predicting the training rows", err)
+	}
+	s := models.Score(probs, sub.Y, m.C)
+	most := 0
+	for _, n := range sub.ClassCounts() {
+		most = max(most, n)
+	}
+	chance := 1 - float64(most)/float64(sub.N)
+	if s.Error < chance-0.01 {
+		return nil
+	}
+	scale := "inputs on an extreme scale (look for very large or very small values)"
+	if a.noStandardize {
+		scale = "inputs on an extreme scale (you gave --no-standardize)"
+	}
+	fmt.Fprintf(stderr, "gpc train: warning: the training error %.3f is no better than always predicting the most frequent class (%.3f): the model has learned nothing from the inputs. Likely causes: %s, too few --epochs or an unsuitable --lr, or labels unrelated to the inputs\n", s.Error, chance, scale)
 	return nil
 }
 
