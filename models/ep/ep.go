@@ -152,9 +152,15 @@ func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*R
 			}
 			copy(si[i:], data[i*stride+i:i*stride+n])
 			c := dTau / (1 + dTau*sii)
-			// Σ −= c·s sᵀ on the upper triangle: BLAS's symmetric rank-one
-			// update, whose vectorised rows are the sweep's O(N²) per site.
-			blas64.Syr(-c, blas64.Vector{N: n, Inc: 1, Data: si}, raw)
+			// Σ −= c·s sᵀ on the upper triangle, a row at a time through
+			// Daxpy: gonum's Dsyr loops in scalar Go, its Daxpy in assembly,
+			// and these rows are the sweep's O(N²) per site.
+			impl := blas64.Implementation()
+			for a := 0; a < n; a++ {
+				if ca := -c * si[a]; ca != 0 {
+					impl.Daxpy(n-a, ca, si[a:], 1, data[a*stride+a:a*stride+n], 1)
+				}
+			}
 			// μ = Σν̃ in O(N): with s the old column i of Σ,
 			// Σ'ν̃' = μ + Δν̃·s − c·s·(sᵀν̃'), and sᵀν̃' = sᵀν̃ + Δν̃·s_i where
 			// sᵀν̃ is the old μ_i.
@@ -230,12 +236,17 @@ func posterior(K *mat.SymDense, s *Sites) ([]float64, *mat.SymDense, *mat.TriDen
 	if err := V.Solve(L, sk); err != nil {
 		return nil, nil, nil, fmt.Errorf("ep: %w", err)
 	}
+	// VᵀV by a general product rather than gonum's Dsyrk: twice the
+	// flops, but on the project's blocked Dgemm kernel (graph/internal/gemm,
+	// installed under blas64), several times faster than Dsyrk at these n.
+	var vtv mat.Dense
+	vtv.Mul(V.T(), &V)
 	sigma := mat.NewSymDense(n, nil)
-	var vtv mat.SymDense
-	vtv.SymOuterK(1, V.T())
+	raw, kr := sigma.RawSymmetric(), K.RawSymmetric()
+	vr := vtv.RawMatrix()
 	for i := 0; i < n; i++ {
 		for j := i; j < n; j++ {
-			sigma.SetSym(i, j, K.At(i, j)-vtv.At(i, j))
+			raw.Data[i*raw.Stride+j] = kr.Data[i*kr.Stride+j] - vr.Data[i*vr.Stride+j]
 		}
 	}
 	mu := make([]float64, n)
