@@ -465,34 +465,15 @@ func ShardOf(key string, n int) int {
 	return int(h.Sum64()%uint64(n)) + 1
 }
 
-// writeFileAtomic writes via a uniquely named temporary file in the same
-// directory and a rename, so that a kill never leaves a truncated file
-// behind and concurrent writers (shards rendering one report) never
-// rename each other's half-written files; the temporary is removed on any
-// error.
+// writeFileAtomic writes b to path atomically (datasets.WriteAtomic: a
+// uniquely named temporary in the same directory, renamed over path and
+// removed on any error), so a kill never leaves a truncated file and
+// shards rendering one report never rename each other's files.
 func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
+	return datasets.WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	})
 }
 
 // loadResolved reads the spec saved by Execute.

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
+
+	"github.com/gpc-dev/gpc/datasets"
 )
 
 // formatName and formatVersion identify the JSON written by Save.
@@ -58,24 +60,11 @@ func (mdl *Model) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("htpc: saving %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
+	if err := datasets.WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	}); err != nil {
 		return fmt.Errorf("htpc: saving %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(b)
-	if serr := f.Sync(); werr == nil {
-		werr = serr
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("htpc: saving %s: %w", path, werr)
 	}
 	return nil
 }
