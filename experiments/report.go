@@ -369,7 +369,7 @@ func (rp *reporter) resultsTable(tb Table) {
 		sep += "---|"
 	}
 	rp.printf("%s\n%s\n", hdr, sep)
-	tv := &tableVerdict{timing: tb.Metric == "seconds_per_epoch", undirected: direction(tb.Metric) == 0}
+	tv := &tableVerdict{timing: tb.Metric == "seconds_per_epoch"}
 	for _, st := range rp.tableSettings(tb) {
 		for _, d := range rp.s.Datasets {
 			row := "| " + st.Name + " |"

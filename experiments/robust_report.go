@@ -26,7 +26,7 @@ func (rp *reporter) instancesTable(tb Table) {
 	rp.printf("%s\n%s\n", hdr, sep)
 	tv := &tableVerdict{}
 	for _, st := range rp.tableSettings(tb) {
-		for j, m := range methods {
+		for _, m := range methods {
 			row := fmt.Sprintf("| %s | %s |", st.Name, m)
 			for k, inst := range tb.Instances {
 				var v []float64
@@ -53,7 +53,6 @@ func (rp *reporter) instancesTable(tb Table) {
 						tv.agree++
 					}
 				}
-				_ = j
 				row += " " + text + " |"
 			}
 			rp.printf("%s\n", row)

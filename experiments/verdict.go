@@ -173,7 +173,7 @@ type tableVerdict struct {
 	// reference method; sigAgree those whose ◁ mark agrees with ours.
 	sigCells, sigAgree int
 	reversedExamples   []string
-	timing, undirected bool
+	timing             bool
 }
 
 // addRow judges one row's orderings: names are the columns' methods.
