@@ -202,7 +202,9 @@ func (rp *reporter) render(total int) {
 		default:
 			rp.resultsTable(tb)
 		}
-		rp.tables[tb.ID] = rp.md.String()[start:]
+		// Specs give the NLL and error halves of one paper table the same
+		// id (T1, T9, T17), so a spliced block holds every table of its id.
+		rp.tables[tb.ID] += rp.md.String()[start:]
 	}
 	if len(s.Figures) > 0 {
 		rp.printf("## Figures\n\n")

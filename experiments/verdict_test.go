@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,5 +127,37 @@ func TestReproductionUpToDate(t *testing.T) {
 			}
 		}
 		t.Fatalf("docs/REPRODUCTION.md differs in length from its splice; run: gpc experiment splice docs/REPRODUCTION.md")
+	}
+}
+
+// TestSpliceSharedID checks that a block names every table of its id: the
+// noisy-input specs give a paper table's NLL and error halves one id.
+func TestSpliceSharedID(t *testing.T) {
+	src := miniSpec + "  - id: T\n    title: second half\n    metric: error\n    paper:\n      - {setting: a, values: [\"0.1\", \"0.2\"]}\n"
+	s, err := ParseSpec("mini.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Resolve(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "res"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "res", "spec.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Splice([]byte("<!-- gpc:table res T -->\n<!-- gpc:end -->\n"), root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "## T — t") || !strings.Contains(string(out), "## T — second half") {
+		t.Fatalf("block lacks one of the two tables of id T:\n%s", out)
 	}
 }
