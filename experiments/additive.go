@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models"
 )
@@ -41,11 +42,24 @@ import (
 // (the paper's d is the number of features + 1), and "matern52+rbf" is
 // clean with Table V's kernel (Matérn-5/2 with ℓ = 0.1·√d plus RBF with ℓ =
 // √d, each σ² = 5).
+//
+// Family liu_toy draws Figure 2 (see liuToyRun) and family liu_delta
+// Figure 4, fixed against learned δ (see liuDeltaRun); their figures are
+// liu_fig2 and liu_fig4 (additive_figures.go).
 func init() {
 	p := Paper{
 		Name:     "Additive-noise GPC (paper 004)",
-		Families: map[string]RunFunc{"liu_uci": liuRun},
-		Validate: validateLiu,
+		Families: map[string]RunFunc{"liu_uci": liuRun, "liu_toy": liuToyRun, "liu_delta": liuDeltaRun},
+		Figures:  map[string]FigureFunc{"liu_fig2": liuToyFigure, "liu_fig4": liuDeltaFigure},
+		Validate: func(s *Spec) error {
+			switch s.Family {
+			case "liu_toy":
+				return validateLiuToy(s)
+			case "liu_delta":
+				return validateLiuDelta(s)
+			}
+			return validateLiu(s)
+		},
 	}
 	if err := RegisterPaper(p); err != nil {
 		panic(err)
@@ -94,19 +108,27 @@ func validateLiu(s *Spec) error {
 			return s.errAt(at, "liu_uci setting %q: only a name is read (no input noise, sizes, columns or selection)", st.Name)
 		}
 	}
+	return validateLiuMethods(s, "Appendix D's RBF (setting matern52+rbf for Table V's)", "se")
+}
+
+// validateLiuMethods checks that every method of a spec of one of the
+// paper's families is a sparse variational model on observed inputs,
+// without a variant, and that its kernel is one of kernels (the family
+// fixes the kernel it builds; want names it for the message).
+func validateLiuMethods(s *Spec, want string, kernels ...string) error {
 	for i, m := range s.Methods {
 		if m.Variant != "" {
-			return s.errAt([]any{"methods", i, "variant"}, "liu_uci methods take no variant")
+			return s.errAt([]any{"methods", i, "variant"}, "%s methods take no variant", s.Family)
 		}
 		o, err := methodOptions(m).Resolve()
 		if err != nil {
 			continue // reported by the generic validation
 		}
 		if o.Inputs.Model != "observed" || o.Posterior.Family != "sparse" || (o.Inference != "" && o.Inference != "svi") {
-			return s.errAt([]any{"methods", i}, "liu_uci method %s: want a sparse variational model on observed inputs (svi), got %s inputs, %s posterior, %s inference", m.Name, o.Inputs.Model, o.Posterior.Family, o.Inference)
+			return s.errAt([]any{"methods", i}, "%s method %s: want a sparse variational model on observed inputs (svi), got %s inputs, %s posterior, %s inference", s.Family, m.Name, o.Inputs.Model, o.Posterior.Family, o.Inference)
 		}
-		if k := s.trainingFor(m).Kernel; k != "" && k != "se" {
-			return s.errAt([]any{"methods", i}, "liu_uci method %s: kernel %q; the kernel is Appendix D's RBF (setting matern52+rbf for Table V's)", m.Name, k)
+		if k := s.trainingFor(m).Kernel; k != "" && !slices.Contains(kernels, k) {
+			return s.errAt([]any{"methods", i}, "%s method %s: kernel %q; the kernel is %s", s.Family, m.Name, k, want)
 		}
 	}
 	return nil
@@ -139,12 +161,24 @@ func liuStandardize(ds *datasets.Dataset) *datasets.Dataset {
 	return out
 }
 
+// liuAdultTest names adult's test file used alone (16 281 rows), a stand-in
+// for adult where its training part is not on disk.
+const liuAdultTest = "adult-test"
+
+// liuLoad reads a data set of the paper by name, liuAdultTest included.
+func liuLoad(dataDir, name string, rowIndex bool) (*datasets.Dataset, error) {
+	if name == liuAdultTest {
+		return datasets.LoadDelgadoPart(dataDir, "adult", "test", rowIndex)
+	}
+	return datasets.LoadDelgado(dataDir, name, rowIndex)
+}
+
 // liuSplit returns split r.Split of the run's data set: the standardised
 // pool cut 90/10 (protocol.test_fraction), capped by max_train/max_test.
 func liuSplit(e *env, r Run, rowIndex bool) (*split, error) {
 	pkey := fmt.Sprintf("liu|pool|%s|%v", r.Dataset, rowIndex)
 	v, err := e.cached(pkey, func() (any, error) {
-		ds, err := datasets.LoadDelgado(e.dataDir, r.Dataset, rowIndex)
+		ds, err := liuLoad(e.dataDir, r.Dataset, rowIndex)
 		if err != nil {
 			return nil, err
 		}
@@ -203,21 +237,57 @@ func liuRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	train, test := sp.train, sp.test
 	o := liuOptions(r, sp.nTotal, e.spec.seedFor(r.Split)+1, st)
-	iters := liuIterations(r.Budget, train.N)
-	o.Train.Epochs = models.EpochsFor(iters, train.N, o.Train.Batch)
+	iters := liuIterations(r.Budget, sp.train.N)
+	o.Train.Epochs = models.EpochsFor(iters, sp.train.N, o.Train.Batch)
 	m, err := models.New(o)
 	if err != nil {
 		return nil, err
 	}
+	res, err := liuFit(ctx, m, sp.train, sp.test, iters, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st.rowIndex {
+		res.Notes = append(res.Notes, "row number kept as an input (the paper's pipeline)")
+	}
+	return res, nil
+}
+
+// liuFit trains m for exactly iters optimiser steps on train and scores it
+// on test with B-B's clipping. With every > 0 it also scores test every
+// that many steps and after the last, into Result.Trace (Eval is the
+// optimiser step there; the scoring time is kept off Seconds). Fit reports
+// at epoch ends only, so a point falls at the end of the epoch that
+// reaches a multiple of every: at most one per epoch.
+func liuFit(ctx context.Context, m *models.Model, train, test *datasets.Dataset, iters, every int) (*Result, error) {
 	epochs := 0
-	cfg := models.FitConfig{Warnings: io.Discard, MaxIterations: iters, Callback: func(models.Epoch) error { epochs++; return nil }}
+	var trace []TracePoint
+	var scoring time.Duration
 	t0 := time.Now()
+	next := every
+	cfg := models.FitConfig{Warnings: io.Discard, MaxIterations: iters, Callback: func(ep models.Epoch) error {
+		epochs++
+		if every <= 0 || ep.Iterations < next {
+			return nil
+		}
+		for next <= ep.Iterations {
+			next += every
+		}
+		s0 := time.Now()
+		p, err := m.Predict(test.X, test.N, nil)
+		if err != nil {
+			return err
+		}
+		sc := models.Score(ClipProbabilities(p, test.C, 1e-12), test.Y, test.C)
+		trace = append(trace, TracePoint{Eval: ep.Iterations, Seconds: (s0.Sub(t0) - scoring).Seconds(), NLL: sc.NLL, Error: sc.Error})
+		scoring += time.Since(s0)
+		return nil
+	}}
 	if err := m.Fit(ctx, train, cfg); err != nil {
 		return nil, err
 	}
-	secs := time.Since(t0).Seconds()
+	secs := (time.Since(t0) - scoring).Seconds()
 	m.ReleaseTraining()
 	probs, err := m.Predict(test.X, test.N, nil)
 	if err != nil {
@@ -229,6 +299,10 @@ func liuRun(ctx context.Context, e *env, r Run) (*Result, error) {
 		Error: sc.Error, NLL: sc.NLL, Seconds: secs, Epochs: epochs,
 		NTrain: train.N, NTest: test.N, D: train.D, C: train.C, Inducing: m.Opts.Posterior.Inducing,
 	}
+	if every > 0 && (len(trace) == 0 || trace[len(trace)-1].Eval < iters) {
+		trace = append(trace, TracePoint{Eval: iters, Seconds: secs, NLL: sc.NLL, Error: sc.Error})
+	}
+	res.Trace = trace
 	if epochs > 0 {
 		res.SecondsPerEpoch = secs / float64(epochs)
 	}
@@ -241,13 +315,14 @@ func liuRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("%d optimiser steps", iters))
 	if a, ok := m.Likelihood().(*likelihoods.Additive); ok {
-		res.Notes = append(res.Notes, fmt.Sprintf("δ = %.4g", a.DeltaValue()))
-	}
-	if st.rowIndex {
-		res.Notes = append(res.Notes, "row number kept as an input (the paper's pipeline)")
+		res.Notes = append(res.Notes, fmt.Sprintf(liuDeltaNote, a.DeltaValue()))
 	}
 	return res, nil
 }
+
+// liuDeltaNote is the note recording δ after training; the figures read it
+// back (parseLiuDelta).
+const liuDeltaNote = "δ = %.4g"
 
 // ClipProbabilities returns n×c probabilities clipped to [eps, 1 − eps]
 // with each row renormalised to sum to one: Bayesian Benchmarks'
@@ -266,4 +341,279 @@ func ClipProbabilities(probs []float64, c int, eps float64) []float64 {
 		}
 	}
 	return out
+}
+
+// Family liu_toy is Figure 2 of the paper: the models trained on two 2-D
+// toys as in the authors' demo notebooks, each with its decision boundary
+// and optimised inducing inputs drawn (figure liu_fig2).
+//
+//   - Data sets: "banana" is GPflow's 400-point banana training set
+//     (datasets.LoadBanana); "banana-402" is the authors' file, the same
+//     400 points plus two labelled 1 at (0.912, 1.941) and (0.912, 1.741)
+//     (their repository's data/toy_binary_*; why they were added is not
+//     said); "gp-3class" is datasets.LiuToy, 400 points whose three classes
+//     are the argmax of three RBF GP draws, a new draw per split (seeded,
+//     not numpy's seed-3 draw). Inputs are used as they are, unstandardised,
+//     as the notebooks do.
+//   - Model: the method's preset (binary or multi-class from the labels)
+//     with the notebooks' settings, fixed by the family: Matérn-3/2 with
+//     ARD, GPflow length-scale 0.5 and σ² = 1 (liuToyKernel), M inducing
+//     inputs from k-means shared by the latent functions and trained, q(u)
+//     whitened (GPflow's default there), jitter 1e-6, δ learned from 1e-3;
+//     Adam with the spec's learning rate, batch and budget in optimiser
+//     steps (liuIterations; the paper: 5000 full-batch steps at 0.01).
+//   - Scores: the paper reports none, and the toys have no test set, so
+//     Error and NLL are on the training points; "every model separates the
+//     data well" is read from them.
+//   - Surface: the model's class probabilities on a 100 × 100 grid (the
+//     window of the SVGP paper's banana figure, or the unit square), with
+//     the trained inducing inputs. A binary surface holds p(y=1); a
+//     multi-class one holds the C grids of p(y=c) one after another
+//     (c-major), since Surface has no field for several classes.
+//   - Notes: how far the inducing inputs are from the decision boundary of
+//     the trained model, at their k-means start and trained (liuToyNote),
+//     the paper's "inducing points move toward the decision boundaries".
+func liuToyRun(ctx context.Context, e *env, r Run) (*Result, error) {
+	train, window, err := liuToyData(e, r)
+	if err != nil {
+		return nil, err
+	}
+	o := liuToyOptions(r, train.N, e.spec.seedFor(r.Split)+1)
+	iters := liuIterations(r.Budget, train.N)
+	o.Train.Epochs = models.EpochsFor(iters, train.N, o.Train.Batch)
+	m, err := models.New(o)
+	if err != nil {
+		return nil, err
+	}
+	// NewStepper initialises the parameters exactly as Fit will, which
+	// gives the k-means start of Z without copying how models computes it.
+	if _, err := m.NewStepper(train); err != nil {
+		return nil, err
+	}
+	z0 := m.InducingInputs()[0]
+	res, err := liuFit(ctx, m, train, train, iters, 0)
+	if err != nil {
+		return nil, err
+	}
+	s, err := liuToySurface(m, train, window, liuToyGrid)
+	if err != nil {
+		return nil, err
+	}
+	res.Surface = s
+	f, err := toyFindingsOf(s, z0)
+	if err != nil {
+		return nil, err
+	}
+	res.Notes = append(res.Notes, "error and NLL are on the training points (the toys have no test set)", f.note())
+	return res, nil
+}
+
+// liuToyGrid is the number of grid points per axis of a toy's surface.
+const liuToyGrid = 100
+
+// liuToyDatasets are the data sets liu_toy accepts.
+var liuToyDatasets = []string{"banana", "banana-402", "gp-3class"}
+
+// liuBananaExtra are the two points (label 1) the authors' banana file adds
+// to GPflow's 400.
+var liuBananaExtra = [][2]float64{{0.912, 1.941}, {0.912, 1.741}}
+
+// liuToyData returns a toy's training set and its plotting window
+// (x1 min, x1 max, x2 min, x2 max).
+func liuToyData(e *env, r Run) (*datasets.Dataset, [4]float64, error) {
+	bananaWindow := [4]float64{-3.25, 3.65, -2.85, 3.4}
+	switch r.Dataset {
+	case "banana", "banana-402":
+		v, err := e.cached("liu_toy|"+r.Dataset, func() (any, error) {
+			ds, err := datasets.LoadBanana(e.dataDir)
+			if err != nil || r.Dataset == "banana" {
+				return ds, err
+			}
+			out := ds.Clone()
+			out.Name = "banana-402"
+			for _, p := range liuBananaExtra {
+				out.X = append(out.X, p[0], p[1])
+				out.Y = append(out.Y, 1)
+				out.N++
+			}
+			return out, out.Validate()
+		})
+		if err != nil {
+			return nil, bananaWindow, err
+		}
+		return v.(*datasets.Dataset), bananaWindow, nil
+	case "gp-3class":
+		seed := e.spec.seedFor(r.Split)
+		v, err := e.cached(fmt.Sprintf("liu_toy|gp-3class|%d", seed), func() (any, error) {
+			return datasets.LiuToy(datasets.LiuToyN, seed)
+		})
+		if err != nil {
+			return nil, [4]float64{}, err
+		}
+		return v.(*datasets.Dataset), [4]float64{0, 1, 0, 1}, nil
+	}
+	return nil, [4]float64{}, fmt.Errorf("liu_toy: unknown data set %q (want %s)", r.Dataset, strings.Join(liuToyDatasets, ", "))
+}
+
+// liuToyOptions are the demo notebooks' model settings around the spec's
+// budget (full batch when the spec's batch is at least the training size).
+func liuToyOptions(r Run, n int, seed uint64) models.Options {
+	o := modelOptions(r, n, seed)
+	o.Kernel = models.KernelOptions{Name: "matern32", Factory: liuToyKernel}
+	o.Posterior.ZInit, o.Posterior.SharedZ, o.Posterior.Whitened, o.Posterior.Jitter = "kmeans", true, true, 1e-6
+	o.Train.Batch = min(o.Train.Batch, n)
+	return o
+}
+
+// liuToyKernel is the demos' Matern32(lengthscales=0.5, ARD=True) with
+// GPflow's default variance 1, trainable: ℓ_j = 0.5² here, where ℓ_j
+// divides squared distances.
+func liuToyKernel(name string, d int, init models.KernelInit) kernels.Kernel {
+	k, err := kernels.NewMatern(name, 1.5, d, 0.25, 1, init.Noise)
+	if err != nil {
+		panic(err) // ν = 1.5 is supported
+	}
+	return k
+}
+
+// liuToySurface predicts m on a g × g grid over window.
+func liuToySurface(m *models.Model, train *datasets.Dataset, window [4]float64, g int) (*Surface, error) {
+	s := &Surface{X1: make([]float64, g), X2: make([]float64, g), TrainX: train.X, TrainY: train.Y}
+	for i := range g {
+		t := float64(i) / float64(g-1)
+		s.X1[i] = window[0] + (window[1]-window[0])*t
+		s.X2[i] = window[2] + (window[3]-window[2])*t
+	}
+	x := make([]float64, 0, 2*g*g)
+	for _, b := range s.X2 {
+		for _, a := range s.X1 {
+			x = append(x, a, b)
+		}
+	}
+	p, err := m.Predict(x, g*g, nil)
+	if err != nil {
+		return nil, err
+	}
+	c := train.C
+	if c == 2 {
+		s.P = make([]float64, g*g)
+		for i := range s.P {
+			s.P[i] = p[2*i+1]
+		}
+	} else {
+		s.P = make([]float64, c*g*g)
+		for i := range g * g {
+			for k := range c {
+				s.P[k*g*g+i] = p[i*c+k]
+			}
+		}
+	}
+	if z := m.InducingInputs(); len(z) > 0 {
+		s.Z = z[0]
+	}
+	return s, nil
+}
+
+// validateLiuToy checks liu_toy's data sets, settings and methods.
+func validateLiuToy(s *Spec) error {
+	for i, d := range s.Datasets {
+		if !slices.Contains(liuToyDatasets, d) {
+			return s.errAt([]any{"datasets", i}, "unknown data set %q for liu_toy (want %s)", d, strings.Join(liuToyDatasets, ", "))
+		}
+	}
+	for i, st := range s.Settings {
+		if st != (Setting{Name: st.Name}) {
+			return s.errAt([]any{"settings", i}, "liu_toy setting %q: only a name is read", st.Name)
+		}
+	}
+	return validateLiuMethods(s, "the demos' Matérn-3/2, fixed by the family (leave kernel unset)")
+}
+
+// Family liu_delta is Figure 4 of the paper: GPC-I/II/III with δ fixed at
+// 1e-3 (setting "fixed") against δ learned from 1e-3 ("learned"), GPCsm
+// beside them, with hold-out accuracy and NLL recorded along training.
+//
+//   - Data: the Fernández-Delgado sets through liu_uci's protocol (the
+//     whole file standardised, random 90/10 splits), and "adult-test",
+//     adult's 16 281-row test file on its own, standing in for adult
+//     (48 842 rows), whose training file is not on disk.
+//   - Model and budget: liu_uci's (Appendix D's settings: RBF ℓ = 0.1·√d,
+//     σ² = 5, M k-means inducing inputs, Adam), for exactly the spec's
+//     optimiser steps.
+//   - Curve: the hold-out error and NLL (clipped as B-B does) every
+//     ⌈steps/liuCurvePoints⌉ optimiser steps (at the end of the epoch that
+//     reaches it) and after the last, in Result.Trace with Eval the step;
+//     the scoring is kept off the clock.
+//   - A likelihood without δ (GPCsm) is the same model in both settings, so
+//     its run is done once and its result serves both (noted).
+func liuDeltaRun(ctx context.Context, e *env, r Run) (*Result, error) {
+	fixed := r.Setting.Name == "fixed"
+	if !fixed && r.Setting.Name != "learned" {
+		return nil, fmt.Errorf("liu_delta: unknown setting %q (want learned or fixed)", r.Setting.Name)
+	}
+	sp, err := liuSplit(e, r, false)
+	if err != nil {
+		return nil, err
+	}
+	o := liuOptions(r, sp.nTotal, e.spec.seedFor(r.Split)+1, liuSetting{})
+	o.Likelihood.Delta, o.Likelihood.FixDelta = liuFixedDelta, fixed
+	iters := liuIterations(r.Budget, sp.train.N)
+	o.Train.Epochs = models.EpochsFor(iters, sp.train.N, o.Train.Batch)
+	every := max(1, (iters+liuCurvePoints-1)/liuCurvePoints)
+	run := func() (*Result, error) {
+		m, err := models.New(o)
+		if err != nil {
+			return nil, err
+		}
+		return liuFit(ctx, m, sp.train, sp.test, iters, every)
+	}
+	m, err := models.New(o)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := m.Likelihood().(*likelihoods.Additive); ok {
+		return run()
+	}
+	key := fmt.Sprintf("liu_delta|no-delta|%s|%s|%d|%s", r.Dataset, r.Method.Name, r.Split, hashOf(r.Method.keyView(), r.Budget))
+	v, err := e.cached(key, func() (any, error) { return run() })
+	if err != nil {
+		return nil, err
+	}
+	res := *v.(*Result)
+	res.Notes = append(slices.Clone(res.Notes), liuNoDeltaNote)
+	res.Trace = slices.Clone(res.Trace)
+	return &res, nil
+}
+
+// liuFixedDelta is the fixed δ of Figure 4 (the digest's reading of the
+// text) and the initial δ of the learned one.
+const liuFixedDelta = 1e-3
+
+// liuCurvePoints is about how many points a liu_delta curve has.
+const liuCurvePoints = 50
+
+// liuNoDeltaNote marks a liu_delta result of a likelihood without δ, which
+// is one run shown under both settings.
+const liuNoDeltaNote = "the likelihood has no δ: one run serves both settings"
+
+// liuDeltaSettings are the setting names liu_delta accepts.
+var liuDeltaSettings = []string{"fixed", "learned"}
+
+// validateLiuDelta checks liu_delta's data sets, settings, protocol and
+// methods.
+func validateLiuDelta(s *Spec) error {
+	for i, d := range s.Datasets {
+		if _, ok := datasets.DelgadoLookup(d); !ok && d != liuAdultTest {
+			return s.errAt([]any{"datasets", i}, "unknown data set %q for liu_delta (the paper's: %s; or %s)", d, strings.Join(datasets.DelgadoNames(), ", "), liuAdultTest)
+		}
+	}
+	if s.Protocol.TestFraction <= 0 {
+		return s.errAt([]any{"protocol", "test_fraction"}, "liu_delta needs protocol.test_fraction > 0 (the paper: 0.1)")
+	}
+	for i, st := range s.Settings {
+		if !slices.Contains(liuDeltaSettings, st.Name) || st != (Setting{Name: st.Name}) {
+			return s.errAt([]any{"settings", i}, "liu_delta setting %q: want a name only, one of %s", st.Name, strings.Join(liuDeltaSettings, ", "))
+		}
+	}
+	return validateLiuMethods(s, "Appendix D's RBF", "se")
 }

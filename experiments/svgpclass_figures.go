@@ -41,41 +41,10 @@ func bananaFigure(rp *reporter, name string) error {
 		if _, ok := rows[row]; !ok {
 			rowNames = append(rowNames, row)
 		}
-		pl := plot.New()
-		pl.Title.Text = m.Name
-		for c := 0; c < 2; c++ {
-			var pts plotter.XYs
-			for i, y := range s.TrainY {
-				if y == c {
-					pts = append(pts, plotter.XY{X: s.TrainX[2*i], Y: s.TrainX[2*i+1]})
-				}
-			}
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
-				return err
-			}
-			sc.GlyphStyle.Color = classColor(c)
-			sc.GlyphStyle.Radius = vg.Points(1.2)
-			pl.Add(sc)
+		pl, err := surfacePanel(m.Name, s)
+		if err != nil {
+			return err
 		}
-		ct := plotter.NewContour(surfaceGrid{s}, []float64{0.5}, palette.Heat(1, 1))
-		ct.LineStyles = []draw.LineStyle{{Color: color.Black, Width: vg.Points(1.2)}}
-		pl.Add(ct)
-		var zs plotter.XYs
-		for i := 0; i+1 < len(s.Z); i += 2 {
-			zs = append(zs, plotter.XY{X: s.Z[i], Y: s.Z[i+1]})
-		}
-		if len(zs) > 0 && len(zs) < len(s.TrainY) {
-			sc, err := plotter.NewScatter(zs)
-			if err != nil {
-				return err
-			}
-			sc.GlyphStyle.Color = color.Black
-			sc.GlyphStyle.Radius = vg.Points(2.5)
-			sc.GlyphStyle.Shape = draw.CircleGlyph{}
-			pl.Add(sc)
-		}
-		pl.X.Min, pl.X.Max, pl.Y.Min, pl.Y.Max = s.X1[0], s.X1[len(s.X1)-1], s.X2[0], s.X2[len(s.X2)-1]
 		rows[row] = append(rows[row], pl)
 	}
 	if len(rowNames) == 0 {
@@ -94,4 +63,62 @@ func bananaFigure(rp *reporter, name string) error {
 		grid = append(grid, row)
 	}
 	return rp.savePanels(name, grid, 3*vg.Inch, 3*vg.Inch)
+}
+
+// surfacePanel draws one model of a 2-D problem over its surface's grid:
+// the training points coloured by class, the decision boundary (the
+// p(y=1) = 0.5 contour, or the edges of the argmax regions of a
+// multi-class surface: surfaceBoundaries) and the inducing inputs, which
+// are left out when there are as many as training points (a non-sparse
+// model's Z = X says nothing).
+func surfacePanel(title string, s *Surface) (*plot.Plot, error) {
+	grids, level, err := surfaceBoundaries(s)
+	if err != nil {
+		return nil, err
+	}
+	pl := plot.New()
+	pl.Title.Text = title
+	classes := 0
+	for _, y := range s.TrainY {
+		classes = max(classes, y+1)
+	}
+	for c := 0; c < classes; c++ {
+		var pts plotter.XYs
+		for i, y := range s.TrainY {
+			if y == c {
+				pts = append(pts, plotter.XY{X: s.TrainX[2*i], Y: s.TrainX[2*i+1]})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle.Color = classColor(c)
+		sc.GlyphStyle.Radius = vg.Points(1.2)
+		pl.Add(sc)
+	}
+	for _, g := range grids {
+		ct := plotter.NewContour(g, []float64{level}, palette.Heat(1, 1))
+		ct.LineStyles = []draw.LineStyle{{Color: color.Black, Width: vg.Points(1.2)}}
+		pl.Add(ct)
+	}
+	var zs plotter.XYs
+	for i := 0; i+1 < len(s.Z); i += 2 {
+		zs = append(zs, plotter.XY{X: s.Z[i], Y: s.Z[i+1]})
+	}
+	if len(zs) > 0 && len(zs) < len(s.TrainY) {
+		sc, err := plotter.NewScatter(zs)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle.Color = color.Black
+		sc.GlyphStyle.Radius = vg.Points(2.5)
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		pl.Add(sc)
+	}
+	pl.X.Min, pl.X.Max, pl.Y.Min, pl.Y.Max = s.X1[0], s.X1[len(s.X1)-1], s.X2[0], s.X2[len(s.X2)-1]
+	return pl, nil
 }
