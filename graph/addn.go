@@ -50,21 +50,30 @@ func (op addNOp) DiffWRT(int) []bool {
 }
 
 func (op addNOp) Do(vs ...G.Value) (G.Value, error) {
-	in, err := float64sAll(vs)
+	in, err := op.buf.inputs(vs)
 	if err != nil {
 		return nil, err
 	}
 	out := op.buf.take(op.shape.TotalSize())
-	parallelFor(len(out), 1, 0.5*float64(op.k), func(lo, hi int) { // memory-bound
-		dst := out[lo:hi]
-		copy(dst, in[0][lo:hi])
-		for _, x := range in[1:] {
-			for i, v := range x[lo:hi] {
-				dst[i] += v
-			}
+	cost := 0.5 * float64(op.k) // memory-bound
+	if splits(len(out), 1, cost) {
+		parallelFor(len(out), 1, cost, func(lo, hi int) { addRange(out, in, lo, hi) })
+	} else {
+		addRange(out, in, 0, len(out))
+	}
+	return op.buf.owned(op.shape, out), nil
+}
+
+// addRange sets out[lo:hi] to the sum of the inputs there, added in
+// argument order.
+func addRange(out []float64, in [][]float64, lo, hi int) {
+	dst := out[lo:hi]
+	copy(dst, in[0][lo:hi])
+	for _, x := range in[1:] {
+		for i, v := range x[lo:hi] {
+			dst[i] += v
 		}
-	})
-	return op.buf.owned(op.shape.Clone(), out), nil
+	}
 }
 
 // SymDiff: every summand receives the output's gradient.

@@ -107,7 +107,7 @@ func (op affineOp) Hashcode() uint32      { return hashOf(op) }
 func (op affineOp) DiffWRT(int) []bool    { return allDiff(op.Arity()) }
 
 func (op affineOp) Do(vs ...G.Value) (G.Value, error) {
-	in, err := float64sAll(vs)
+	in, err := op.buf.inputs(vs)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (op stackedOp) Hashcode() uint32      { return hashOf(op) }
 func (op stackedOp) DiffWRT(int) []bool    { return allDiff(op.Arity()) }
 
 func (op stackedOp) Do(vs ...G.Value) (G.Value, error) {
-	in, err := float64sAll(vs)
+	in, err := op.buf.inputs(vs)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,8 @@ var useTape = os.Getenv("GPC_EXECUTOR") == "tape"
 // output from one run to the next and hands it back to the op as the
 // preallocated destination, and argument slices are built once, so a
 // step of a small model allocates little beyond what the ops themselves do.
+// The common Gorgonia ops, which allocate even with a destination, run as
+// the package's own loops instead (fastops.go).
 type flat struct {
 	steps []flatStep
 	index map[*G.Node]int
@@ -34,6 +36,8 @@ type flatStep struct {
 	args []G.Value
 	out  G.Value
 	leaf bool
+	// fast, when set, computes the op without Gorgonia (see fastops.go).
+	fast fastOp
 }
 
 // newFlat schedules the nodes of g (already reduced to what the outputs
@@ -58,6 +62,9 @@ func newFlat(g *G.ExprGraph) (*flat, error) {
 				st.in = append(st.in, j)
 			}
 			st.pd, _ = st.op.(G.UsePreallocDoer)
+			if fastOpsOn {
+				st.fast = recognise(n, kids)
+			}
 		}
 		f.index[n] = len(f.steps)
 		f.steps = append(f.steps, st)
@@ -88,6 +95,12 @@ func (f *flat) run() error {
 		}
 		for k, j := range st.in {
 			st.args[k] = f.steps[j].out
+		}
+		if st.fast != nil {
+			if v, ok := st.fast.do(st.args); ok {
+				st.out = v
+				continue
+			}
 		}
 		var v G.Value
 		var err error

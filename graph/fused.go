@@ -248,39 +248,25 @@ func (op elemOp) gRow(g []float64, i int) (row []float64, s float64) {
 }
 
 func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
-	in, err := float64sAll(vs)
+	in, err := op.buf.inputs(vs)
 	if err != nil {
 		return nil, err
 	}
 	if op.f.FB != nil && op.f.DFB != nil {
 		return op.doBatch(in)
 	}
-	nd, d := op.n*op.d, op.d
-	cost := (op.cost() + 4) * float64(d) // ns per row: a call of F or DF per element
+	nd := op.n * op.d
+	cost := (op.cost() + 4) * float64(op.d) // ns per row: a call of F or DF per element
 	if !op.grad {
-		out := op.buf.take(nd) // the output, or a RowReduce's scratch
-		var sums []float64
-		if op.reduce {
-			sums = make([]float64, op.n)
+		// A RowReduce's row sums are its output, the n×d values scratch.
+		sums, out := op.outAndScratch(nd)
+		if splits(op.n, 1, cost) {
+			parallelFor(op.n, 1, cost, func(lo, hi int) {
+				op.mapElems(in, out, sums, lo, hi, make([]float64, op.k), make([][]float64, op.k))
+			})
+		} else {
+			op.mapElems(in, out, sums, 0, op.n, op.buf.scratchOf(op.k), op.buf.rowsOf(op.k))
 		}
-		parallelFor(op.n, 1, cost, func(lo, hi int) {
-			x, row := make([]float64, op.k), make([][]float64, op.k)
-			for i := lo; i < hi; i++ {
-				op.rows(in, i, row)
-				var s float64
-				for j := 0; j < d; j++ {
-					for a := range x {
-						x[a] = row[a][j]
-					}
-					v := op.f.F(x)
-					out[i*d+j] = v
-					s += v
-				}
-				if sums != nil {
-					sums[i] = s
-				}
-			}
-		})
 		if op.reduce {
 			return op.buf.owned(tensor.Shape{op.n}, sums), nil
 		}
@@ -288,27 +274,71 @@ func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	g := in[op.k]
 	out := op.buf.take(op.k * nd)
-	parallelFor(op.n, 1, cost, func(lo, hi int) {
-		x, dx, row := make([]float64, op.k), make([]float64, op.k), make([][]float64, op.k)
-		for i := lo; i < hi; i++ {
-			op.rows(in, i, row)
-			gr, gi := op.gRow(g, i)
-			for j := 0; j < d; j++ {
-				for a := range x {
-					x[a] = row[a][j]
-				}
-				op.f.DF(x, dx)
-				ge := gi
-				if gr != nil {
-					ge = gr[j]
-				}
-				for a, v := range dx {
-					out[a*nd+i*d+j] = ge * v
-				}
+	if splits(op.n, 1, cost) {
+		parallelFor(op.n, 1, cost, func(lo, hi int) {
+			op.adjointElems(in, g, out, lo, hi, make([]float64, 2*op.k), make([][]float64, op.k))
+		})
+	} else {
+		op.adjointElems(in, g, out, 0, op.n, op.buf.scratchOf(2*op.k), op.buf.rowsOf(op.k))
+	}
+	return op.buf.owned(tensor.Shape{op.k, op.n, op.d}, out), nil
+}
+
+// outAndScratch returns the forward output and the n×d values: for a Map
+// both are the n×d output (sums nil); for a RowReduce the n row sums come
+// first in the buffer, so that they are what it hands out, and the values
+// after them.
+func (op elemOp) outAndScratch(nd int) (sums, out []float64) {
+	if !op.reduce {
+		return nil, op.buf.take(nd)
+	}
+	b := op.buf.take(op.n + nd)
+	return b[:op.n], b[op.n:]
+}
+
+// mapElems computes rows [lo, hi) of the forward pass one element at a time
+// (x holds k scratch values, row k scratch slices).
+func (op elemOp) mapElems(in [][]float64, out, sums []float64, lo, hi int, x []float64, row [][]float64) {
+	d := op.d
+	for i := lo; i < hi; i++ {
+		op.rows(in, i, row)
+		var s float64
+		for j := 0; j < d; j++ {
+			for a := range x {
+				x[a] = row[a][j]
+			}
+			v := op.f.F(x)
+			out[i*d+j] = v
+			s += v
+		}
+		if sums != nil {
+			sums[i] = s
+		}
+	}
+}
+
+// adjointElems computes rows [lo, hi) of all k adjoints one element at a
+// time (xdx holds 2k scratch values).
+func (op elemOp) adjointElems(in [][]float64, g, out []float64, lo, hi int, xdx []float64, row [][]float64) {
+	nd, d := op.n*op.d, op.d
+	x, dx := xdx[:op.k], xdx[op.k:2*op.k]
+	for i := lo; i < hi; i++ {
+		op.rows(in, i, row)
+		gr, gi := op.gRow(g, i)
+		for j := 0; j < d; j++ {
+			for a := range x {
+				x[a] = row[a][j]
+			}
+			op.f.DF(x, dx)
+			ge := gi
+			if gr != nil {
+				ge = gr[j]
+			}
+			for a, v := range dx {
+				out[a*nd+i*d+j] = ge * v
 			}
 		}
-	})
-	return op.buf.owned(tensor.Shape{op.k, op.n, op.d}, out), nil
+	}
 }
 
 // doBatch is Do through the slice forms FB and DFB, called one row at a
@@ -317,27 +347,14 @@ func (op elemOp) Do(vs ...G.Value) (G.Value, error) {
 func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 	nd, d := op.n*op.d, op.d
 	cost := op.cost() * float64(d) // ns per row
+	par := splits(op.n, 1, cost)
 	if !op.grad {
-		out := op.buf.take(nd) // the output, or a RowReduce's scratch
-		var sums []float64
-		if op.reduce {
-			sums = make([]float64, op.n)
+		sums, out := op.outAndScratch(nd)
+		if par {
+			parallelFor(op.n, 1, cost, func(lo, hi int) { op.mapRows(in, out, sums, lo, hi, make([][]float64, op.k)) })
+		} else {
+			op.mapRows(in, out, sums, 0, op.n, op.buf.rowsOf(op.k))
 		}
-		parallelFor(op.n, 1, cost, func(lo, hi int) {
-			row := make([][]float64, op.k)
-			for i := lo; i < hi; i++ {
-				op.rows(in, i, row)
-				o := out[i*d : (i+1)*d]
-				op.f.FB(row, o)
-				if sums != nil {
-					var s float64
-					for _, v := range o {
-						s += v
-					}
-					sums[i] = s
-				}
-			}
-		})
 		if op.reduce {
 			return op.buf.owned(tensor.Shape{op.n}, sums), nil
 		}
@@ -346,49 +363,37 @@ func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 	g := in[op.k]
 	if op.one == 0 { // all k adjoints, unsummed, as a (k, n, d) tensor
 		out := op.buf.take(op.k * nd)
-		parallelFor(op.n, 1, cost, func(lo, hi int) {
-			row := make([][]float64, op.k)
-			for i := lo; i < hi; i++ {
-				op.rows(in, i, row)
-				for a := 0; a < op.k; a++ {
-					op.scaledPartial(row, a, g, i, out[a*nd+i*d:a*nd+(i+1)*d])
-				}
-			}
-		})
+		if par {
+			parallelFor(op.n, 1, cost, func(lo, hi int) { op.allPartialRows(in, g, out, lo, hi, make([][]float64, op.k)) })
+		} else {
+			op.allPartialRows(in, g, out, 0, op.n, op.buf.rowsOf(op.k))
+		}
 		return op.buf.owned(tensor.Shape{op.k, op.n, op.d}, out), nil
 	}
 	a := op.one - 1
 	if !op.isRow(a) {
 		out := op.buf.take(nd)
-		parallelFor(op.n, 1, cost, func(lo, hi int) {
-			row := make([][]float64, op.k)
-			for i := lo; i < hi; i++ {
-				op.rows(in, i, row)
-				o := out[i*d : (i+1)*d]
-				op.scaledPartial(row, a, g, i, o)
-				if op.addend {
-					for j, v := range in[op.k+1][i*d : (i+1)*d] {
-						o[j] += v
-					}
-				}
-			}
-		})
+		if par {
+			parallelFor(op.n, 1, cost, func(lo, hi int) { op.partialRows(in, g, out, lo, hi, make([][]float64, op.k)) })
+		} else {
+			op.partialRows(in, g, out, 0, op.n, op.buf.rowsOf(op.k))
+		}
 		return op.buf.owned(tensor.Shape{op.n, op.d}, out), nil
 	}
 	// A row-vector argument's adjoint is the column sum of the per-row
-	// adjoints; each chunk of rows sums into its own vector.
-	var mu sync.Mutex
+	// adjoints; each chunk of rows sums into its own vector, added to the
+	// output in turn (in one piece, the chunk's vector is the output: 0 + s
+	// is s).
 	out := op.buf.take(d)
 	clear(out)
+	if !par {
+		op.columnSumRows(in, g, out, 0, op.n, op.buf.scratchOf(d), op.buf.rowsOf(op.k))
+		return op.buf.owned(tensor.Shape{op.d}, out), nil
+	}
+	var mu sync.Mutex
 	parallelFor(op.n, 1, cost, func(lo, hi int) {
-		row, tmp, acc := make([][]float64, op.k), make([]float64, d), make([]float64, d)
-		for i := lo; i < hi; i++ {
-			op.rows(in, i, row)
-			op.scaledPartial(row, a, g, i, tmp)
-			for j, v := range tmp {
-				acc[j] += v
-			}
-		}
+		acc := make([]float64, d)
+		op.columnSumRows(in, g, acc, lo, hi, make([]float64, d), make([][]float64, op.k))
 		mu.Lock()
 		for j, v := range acc {
 			out[j] += v
@@ -396,6 +401,64 @@ func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 		mu.Unlock()
 	})
 	return op.buf.owned(tensor.Shape{op.d}, out), nil
+}
+
+// mapRows computes rows [lo, hi) of the forward pass, and their sums for a
+// RowReduce (sums non-nil).
+func (op elemOp) mapRows(in [][]float64, out, sums []float64, lo, hi int, row [][]float64) {
+	d := op.d
+	for i := lo; i < hi; i++ {
+		op.rows(in, i, row)
+		o := out[i*d : (i+1)*d]
+		op.f.FB(row, o)
+		if sums != nil {
+			var s float64
+			for _, v := range o {
+				s += v
+			}
+			sums[i] = s
+		}
+	}
+}
+
+// allPartialRows computes rows [lo, hi) of every argument's adjoint.
+func (op elemOp) allPartialRows(in [][]float64, g, out []float64, lo, hi int, row [][]float64) {
+	nd, d := op.n*op.d, op.d
+	for i := lo; i < hi; i++ {
+		op.rows(in, i, row)
+		for a := 0; a < op.k; a++ {
+			op.scaledPartial(row, a, g, i, out[a*nd+i*d:a*nd+(i+1)*d])
+		}
+	}
+}
+
+// partialRows computes rows [lo, hi) of the adjoint of matrix argument
+// one−1, plus the addend if there is one.
+func (op elemOp) partialRows(in [][]float64, g, out []float64, lo, hi int, row [][]float64) {
+	d, a := op.d, op.one-1
+	for i := lo; i < hi; i++ {
+		op.rows(in, i, row)
+		o := out[i*d : (i+1)*d]
+		op.scaledPartial(row, a, g, i, o)
+		if op.addend {
+			for j, v := range in[op.k+1][i*d : (i+1)*d] {
+				o[j] += v
+			}
+		}
+	}
+}
+
+// columnSumRows adds rows [lo, hi) of the adjoint of row-vector argument
+// one−1 into acc, one row at a time (tmp holds a row).
+func (op elemOp) columnSumRows(in [][]float64, g, acc []float64, lo, hi int, tmp []float64, row [][]float64) {
+	a := op.one - 1
+	for i := lo; i < hi; i++ {
+		op.rows(in, i, row)
+		op.scaledPartial(row, a, g, i, tmp)
+		for j, v := range tmp {
+			acc[j] += v
+		}
+	}
 }
 
 // scaledPartial writes ḡ ⊙ ∂F/∂x_a for row i into dst.
@@ -640,7 +703,9 @@ func (op aliasOp) Do(vs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return op.buf.owned(op.shape.Clone(), append([]float64(nil), x...)), nil
+	out := op.buf.take(len(x))
+	copy(out, x)
+	return op.buf.owned(op.shape, out), nil
 }
 func (op aliasOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) { return G.Nodes{g}, nil }
 

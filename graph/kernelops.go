@@ -60,7 +60,7 @@ func (op sqDistOp) Do(vs ...G.Value) (G.Value, error) {
 		blas64.General{Rows: n, Cols: d, Stride: d, Data: x},
 		blas64.General{Rows: m, Cols: d, Stride: d, Data: z},
 		0, blas64.General{Rows: n, Cols: m, Stride: m, Data: out})
-	zz := make([]float64, m)
+	zz := op.buf.scratchOf(m)
 	for j := range zz {
 		zz[j] = blas64.Dot(blas64.Vector{N: d, Inc: 1, Data: z[j*d : (j+1)*d]}, blas64.Vector{N: d, Inc: 1, Data: z[j*d : (j+1)*d]})
 	}

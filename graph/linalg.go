@@ -8,7 +8,7 @@ import (
 	"github.com/chewxy/hm"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -59,24 +59,25 @@ func (op choleskyOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	n := op.n
-	s := mat.NewSymDense(n, nil)
+	// The factorisation mat.Cholesky would do (lapack64.Potrf on the upper
+	// triangle, zeros below it), without its matrices, its work arrays and
+	// its condition estimate, which nothing here reads.
+	u := op.buf.scratchOf(n * n)
 	for i := 0; i < n; i++ {
+		clear(u[i*n : i*n+i])
 		for j := i; j < n; j++ {
-			s.SetSym(i, j, 0.5*(a[i*n+j]+a[j*n+i]))
+			u[i*n+j] = 0.5 * (a[i*n+j] + a[j*n+i])
 		}
 	}
-	var c mat.Cholesky
-	if !c.Factorize(s) {
+	if _, ok := lapack64.Potrf(blas64.Symmetric{Uplo: blas.Upper, N: n, Stride: n, Data: u}); !ok {
 		return nil, fmt.Errorf("graph.Cholesky of %d×%d matrix: %w", n, n, ErrNotPositiveDefinite)
 	}
-	var l mat.TriDense
-	c.LTo(&l)
 	out := op.buf.take(n * n)
-	clear(out)
 	for i := 0; i < n; i++ {
 		for j := 0; j <= i; j++ {
-			out[i*n+j] = l.At(i, j)
+			out[i*n+j] = u[j*n+i] // L = Uᵀ
 		}
+		clear(out[i*n+i+1 : (i+1)*n])
 	}
 	return op.buf.owned(tensor.Shape{n, n}, out), nil
 }

@@ -155,7 +155,7 @@ func (op diagOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	n := op.n
 	if op.toVec {
-		out := make([]float64, n)
+		out := op.buf.take(n)
 		for i := range out {
 			out[i] = x[i*n+i]
 		}

@@ -73,42 +73,48 @@ func (op matMulSumOp) DiffWRT(int) []bool {
 }
 
 func (op matMulSumOp) Do(vs ...G.Value) (G.Value, error) {
-	in, err := float64sAll(vs)
+	in, err := op.buf.inputs(vs)
 	if err != nil {
 		return nil, err
 	}
 	m, n := op.terms[0].m, op.terms[0].n
 	c := op.buf.take(m * n)
-	var terms []gemm.Term
-	var outer []int
+	terms := op.buf.termsOf(len(op.terms))
+	r := 0 // outer products (k = 1)
 	for i, t := range op.terms {
 		if t.m != m || t.n != n {
 			return nil, fmt.Errorf("graph: sum of products of shapes %d×%d and %d×%d", m, n, t.m, t.n)
 		}
 		if t.k == 1 {
-			outer = append(outer, i)
+			r++
 			continue
 		}
 		multiplyAdds.Add(int64(t.m) * int64(t.n) * int64(t.k))
 		terms = append(terms, gemm.Term{TA: t.ta, TB: t.tb, K: t.k, Alpha: 1, A: in[2*i], LDA: t.ac, B: in[2*i+1], LDB: t.bc})
 	}
-	if len(outer) > 0 {
+	if r > 0 {
 		// Outer products a_t b_tᵀ (k = 1; either transpose stores a vector
 		// contiguously) summed one at a time are rank-1 updates,
 		// memory-bound passes over C; side by side they are one product
 		// [a_1 … a_T][b_1 … b_T]ᵀ.
-		r := len(outer)
-		as, bs := make([]float64, m*r), make([]float64, r*n)
-		for q, i := range outer {
+		ab := op.buf.scratchOf(m*r + r*n)
+		as, bs := ab[:m*r], ab[m*r:]
+		q := 0
+		for i, t := range op.terms {
+			if t.k != 1 {
+				continue
+			}
 			for row, v := range in[2*i][:m] {
 				as[row*r+q] = v
 			}
 			copy(bs[q*n:(q+1)*n], in[2*i+1][:n])
+			q++
 		}
 		multiplyAdds.Add(int64(m) * int64(n) * int64(r))
 		terms = append(terms, gemm.Term{K: r, Alpha: 1, A: as, LDA: r, B: bs, LDB: n})
 	}
 	sumProducts(m, n, terms, c)
+	clear(terms) // let go of the inputs' data
 	return op.buf.owned(tensor.Shape{m, n}, c), nil
 }
 

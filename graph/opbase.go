@@ -9,6 +9,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // pureOp holds the Op methods that are the same for every op in this package:
@@ -79,8 +81,19 @@ func allDiff(n int) []bool {
 type outBuf struct {
 	data  []float64
 	epoch uint64
-	// val is the value last returned over data (see owned).
-	val *tensor.Dense
+	// val is the value last returned over data (see owned), and valAt the
+	// address of its first element: comparing it costs nothing, where
+	// asking val for its data boxes a slice header on the heap.
+	val   G.Value
+	valAt *float64
+	// ins, rows, scratch and terms are working memory of the op's Do,
+	// kept so that a run allocates nothing (see inputs, rowsOf, scratchOf,
+	// termsOf). Unlike data they are not handed out, so they need no
+	// epoch: they serve one call at a time, as the ops of one program run
+	// one at a time.
+	ins, rows [][]float64
+	scratch   []float64
+	terms     []gemm.Term
 }
 
 // runEpoch numbers Program runs.
@@ -135,19 +148,84 @@ func applyOp(op G.Op, args ...*G.Node) (*G.Node, error) {
 }
 
 // owned wraps the op's output data as a value, reusing last run's value
-// when data is again this buffer's memory with the same shape: the tensor
-// header, its access pattern and shape were a third of a small step's
-// allocations. Data from elsewhere (a fresh allocation) gets a new value.
+// when data is again this buffer's memory with the same shape (for a
+// scalar, the same *F64 with the new number): the tensor header, its
+// access pattern and shape were a third of a small step's allocations.
+// Data from elsewhere (a fresh allocation) gets a new value.
 func (b *outBuf) owned(shape tensor.Shape, data []float64) G.Value {
-	if b == nil || len(data) == 0 || shape.IsScalar() || len(b.data) == 0 || &data[0] != &b.data[0] {
+	if b == nil || len(data) == 0 || len(b.data) == 0 || &data[0] != &b.data[0] {
 		return owned(shape, data)
 	}
-	if v := b.val; v != nil && v.Size() == len(data) && v.Shape().Eq(shape) && v.DataSize() == len(data) {
-		if d, ok := v.Data().([]float64); ok && len(d) > 0 && &d[0] == &data[0] {
-			return v
+	if b.val != nil && b.valAt == &data[0] {
+		switch v := b.val.(type) {
+		case *G.F64:
+			if shape.IsScalar() {
+				*v = G.F64(data[0])
+				return v
+			}
+		case *tensor.Dense:
+			// The shape is checked because a consumer may have reshaped
+			// the value in place.
+			if v.DataSize() == len(data) && sameShape(v.Shape(), shape) {
+				return v
+			}
 		}
 	}
-	v := owned(shape, data).(*tensor.Dense)
-	b.val = v
+	v := owned(shape, data)
+	b.val, b.valAt = v, &data[0]
 	return v
+}
+
+// inputs is float64sAll with the slice of slices kept in the buffer.
+func (b *outBuf) inputs(vs []G.Value) ([][]float64, error) {
+	if b == nil {
+		return float64sAll(vs)
+	}
+	if cap(b.ins) < len(vs) {
+		b.ins = make([][]float64, len(vs))
+	}
+	in := b.ins[:len(vs)]
+	for i, v := range vs {
+		f, err := Float64s(v)
+		if err != nil {
+			return nil, err
+		}
+		in[i] = f
+	}
+	return in, nil
+}
+
+// scratchOf returns n float64s of working memory of arbitrary content,
+// kept in the buffer from call to call (fresh without a buffer).
+func (b *outBuf) scratchOf(n int) []float64 {
+	if b == nil {
+		return make([]float64, n)
+	}
+	if cap(b.scratch) < n {
+		b.scratch = make([]float64, n)
+	}
+	return b.scratch[:n]
+}
+
+// rowsOf returns k slice headers of working memory (fresh without a buffer).
+func (b *outBuf) rowsOf(k int) [][]float64 {
+	if b == nil {
+		return make([][]float64, k)
+	}
+	if cap(b.rows) < k {
+		b.rows = make([][]float64, k)
+	}
+	return b.rows[:k]
+}
+
+// termsOf returns an empty slice of products with room for n, kept in the
+// buffer (fresh without one).
+func (b *outBuf) termsOf(n int) []gemm.Term {
+	if b == nil {
+		return make([]gemm.Term, 0, n)
+	}
+	if cap(b.terms) < n {
+		b.terms = make([]gemm.Term, 0, n)
+	}
+	return b.terms[:0]
 }

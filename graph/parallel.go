@@ -21,15 +21,15 @@ const parallelMinWork = 1 << 18
 // products already use both cores, and the elementwise passes between them
 // would otherwise leave one idle.
 func parallelFor(n, align int, cost float64, body func(lo, hi int)) {
+	if !splits(n, align, cost) {
+		body(0, n)
+		return
+	}
 	workers := runtime.GOMAXPROCS(0)
 	if align < 1 {
 		align = 1
 	}
 	units := n / align
-	if workers < 2 || float64(n)*cost < parallelMinWork || units < 2 {
-		body(0, n)
-		return
-	}
 	workers = min(workers, units)
 	var wg sync.WaitGroup
 	wg.Add(workers - 1)
@@ -50,4 +50,15 @@ func parallelFor(n, align int, cost float64, body func(lo, hi int)) {
 		lo = hi
 	}
 	wg.Wait()
+}
+
+// splits reports whether parallelFor(n, align, cost, …) would run in more
+// than one chunk. A closure handed to parallelFor lives on the heap, with
+// what it captures; ops test this first and call their loop directly when
+// it runs in one piece, which is most calls on small models.
+func splits(n, align int, cost float64) bool {
+	if align < 1 {
+		align = 1
+	}
+	return runtime.GOMAXPROCS(0) >= 2 && float64(n)*cost >= parallelMinWork && n/align >= 2
 }

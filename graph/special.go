@@ -138,18 +138,26 @@ func (op specialOp) Do(vs ...G.Value) (G.Value, error) {
 	if op.fn == fnExp {
 		cost = 4
 	}
-	parallelFor(len(x), 1, cost, func(lo, hi int) {
-		if op.fn == fnExp { // the common case, without a switch per element
-			for i, v := range x[lo:hi] {
-				out[lo+i] = exp(v)
-			}
-			return
-		}
-		for i, v := range x[lo:hi] {
-			out[lo+i] = op.fn.eval(v)
-		}
-	})
+	if splits(len(x), 1, cost) {
+		parallelFor(len(x), 1, cost, func(lo, hi int) { op.fn.evalRange(x[lo:hi], out[lo:hi]) })
+	} else {
+		op.fn.evalRange(x, out)
+	}
 	return op.buf.owned(vs[0].Shape(), out), nil
+}
+
+// evalRange sets out[i] = f(x[i]).
+func (f specialFn) evalRange(x, out []float64) {
+	out = out[:len(x)]
+	if f == fnExp { // the common case, without a switch per element
+		for i, v := range x {
+			out[i] = exp(v)
+		}
+		return
+	}
+	for i, v := range x {
+		out[i] = f.eval(v)
+	}
 }
 
 func (op specialOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {

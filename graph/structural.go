@@ -115,6 +115,7 @@ type takeOp struct {
 	pureOp
 	in               tensor.Shape
 	axis, start, end int
+	out              tensor.Shape // outShape, kept so that Do need not build it
 }
 
 // scatterOp places its input at [start, start+n) of one axis of a zero tensor
@@ -133,7 +134,9 @@ func Take(x *G.Node, axis, start, end int) (*G.Node, error) {
 	if axis < 0 || axis >= len(s) || start < 0 || end > s[axis] || start >= end {
 		return nil, fmt.Errorf("graph.Take: range [%d,%d) of axis %d is outside shape %v", start, end, axis, s)
 	}
-	return applyOp(takeOp{in: s, axis: axis, start: start, end: end}, x)
+	op := takeOp{in: s, axis: axis, start: start, end: end}
+	op.out = op.outShape()
+	return applyOp(op, x)
 }
 
 // Scatter embeds x at offset start along axis of a zero tensor of shape out.
@@ -180,12 +183,12 @@ func (op takeOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	outer, inner := blocks(op.in, op.axis)
 	n := op.end - op.start
-	out := make([]float64, 0, outer*n*inner)
+	out := op.buf.take(outer * n * inner)
 	for o := 0; o < outer; o++ {
 		base := (o*op.in[op.axis] + op.start) * inner
-		out = append(out, x[base:base+n*inner]...)
+		copy(out[o*n*inner:(o+1)*n*inner], x[base:base+n*inner])
 	}
-	return op.buf.owned(op.outShape(), out), nil
+	return op.buf.owned(op.out, out), nil
 }
 
 func (op takeOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
@@ -259,7 +262,9 @@ func (op reshapeOp) Do(vs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewValue(op.to, x), nil // a copy: x is the input's data
+	out := op.buf.take(len(x)) // a copy: x is the input's data
+	copy(out, x)
+	return op.buf.owned(op.to, out), nil
 }
 func (op reshapeOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	r, err := Reshape(g, op.from)
@@ -309,3 +314,7 @@ func Column(x *G.Node, j int) (*G.Node, error) {
 func (op broadcastOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
 
 func (op scatterOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+func (op takeOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+func (op reshapeOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

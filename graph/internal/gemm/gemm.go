@@ -66,7 +66,8 @@ func Dgemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []fl
 
 // dgemm is Dgemm on at most workers goroutines.
 func dgemm(workers int, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	dgemmSum(workers, m, n, []Term{{TA: tA, TB: tB, K: k, Alpha: alpha, A: a, LDA: lda, B: b, LDB: ldb}}, beta, c, ldc)
+	t := [1]Term{{TA: tA, TB: tB, K: k, Alpha: alpha, A: a, LDA: lda, B: b, LDB: ldb}}
+	dgemmSum(workers, m, n, t[:], beta, c, ldc)
 }
 
 // Term is one product Alpha·op(A)·op(B) of a DgemmSum, op(A) being m×K and
@@ -95,10 +96,8 @@ func dgemmSum(workers, m, n int, terms []Term, beta float64, c []float64, ldc in
 		return
 	}
 	k := 0
-	live := terms[:0:0]
 	for _, t := range terms {
-		if t.K > 0 && t.Alpha != 0 {
-			live = append(live, t)
+		if t.live() {
 			k += t.K
 		}
 	}
@@ -124,26 +123,30 @@ func dgemmSum(workers, m, n int, terms []Term, beta float64, c []float64, ldc in
 		workers = 1
 	}
 	p := plan(m, n, k, workers)
-	job := &job{p: p, terms: live, c: c, ldc: ldc, set: set}
-	tasks := p.mBlocks * p.nBlocks
-	if workers > tasks {
-		workers = tasks
-	}
-	if workers <= 1 {
-		job.work()
+	if workers = min(workers, p.mBlocks*p.nBlocks); workers <= 1 {
+		// On the caller's stack: a small product allocates nothing.
+		j := job{p: p, c: c, ldc: ldc, set: set}
+		j.work(terms)
 		return
 	}
+	// The goroutines share the job, so it and its terms live on the heap;
+	// the copy keeps the caller's terms (often a literal) off it.
+	job := &job{p: p, c: c, ldc: ldc, set: set}
+	shared := append([]Term(nil), terms...)
 	var wg sync.WaitGroup
 	wg.Add(workers - 1)
 	for w := 1; w < workers; w++ {
 		go func() {
 			defer wg.Done()
-			job.work()
+			job.work(shared)
 		}()
 	}
-	job.work()
+	job.work(shared)
 	wg.Wait()
 }
+
+// live reports whether the term contributes to the sum.
+func (t *Term) live() bool { return t.K > 0 && t.Alpha != 0 }
 
 // blocking is the task grid of one product: mBlocks×nBlocks tasks of
 // mc rows and nc columns, each looping over k (every term's) in steps of
@@ -191,13 +194,15 @@ func plan(m, n, k, workers int) blocking {
 	return p
 }
 
+// job is one product's tasks; its terms are passed to work separately,
+// because C reaches the micro-kernel (an indirect call, which the compiler
+// assumes keeps what it is given) and a job's fields escape together.
 type job struct {
-	p     blocking
-	terms []Term
-	c     []float64
-	ldc   int
-	set   bool // beta = 0: the first k block stores instead of adding
-	next  atomic.Int64
+	p    blocking
+	c    []float64
+	ldc  int
+	set  bool // beta = 0: the first k block stores instead of adding
+	next atomic.Int64
 }
 
 // kBlock is the k step for a term of depth k: at most kcMax, evenly split.
@@ -213,7 +218,7 @@ var bufPool = sync.Pool{New: func() any {
 }}
 
 // work takes tasks until none are left.
-func (j *job) work() {
+func (j *job) work(terms []Term) {
 	buf := bufPool.Get().(*buffers)
 	defer bufPool.Put(buf)
 	tasks := int64(j.p.mBlocks * j.p.nBlocks)
@@ -223,17 +228,20 @@ func (j *job) work() {
 			return
 		}
 		bi, bj := int(t)/j.p.nBlocks, int(t)%j.p.nBlocks
-		j.task(buf, bi*j.p.mc, bj*j.p.nc)
+		j.task(buf, terms, bi*j.p.mc, bj*j.p.nc)
 	}
 }
 
-func (j *job) task(buf *buffers, i0, j0 int) {
+func (j *job) task(buf *buffers, terms []Term, i0, j0 int) {
 	p := j.p
 	mc, nc := min(p.mc, p.m-i0), min(p.nc, p.n-j0)
 	mcR, ncR := roundUp(mc, mr), roundUp(nc, nr)
 	first := j.set
-	for ti := range j.terms {
-		t := &j.terms[ti]
+	for ti := range terms {
+		t := &terms[ti]
+		if !t.live() {
+			continue
+		}
 		kcT := kBlock(t.K)
 		if need := mcR * kcT; len(buf.a) < need {
 			buf.a = make([]float64, need)

@@ -328,3 +328,33 @@ func TestDgemmSumMatchesDefinition(t *testing.T) {
 		}
 	})
 }
+
+// A product too small to split, alone, summed with others or inside a
+// triangular solve, allocates nothing once the packing buffers exist.
+func TestSerialProductsDoNotAllocate(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	const m, n, k = 50, 40, 30
+	a, b, c := randSlice(r, m*k), randSlice(r, k*n), randSlice(r, m*n)
+	terms := []Term{
+		{K: k, Alpha: 1, A: a, LDA: k, B: b, LDB: n},
+		{K: 0, Alpha: 1},
+		{TB: true, K: n, Alpha: -0.5, A: randSlice(r, m*n), LDA: n, B: randSlice(r, n*n), LDB: n},
+	}
+	tri := make([]float64, m*m)
+	for i := 0; i < m; i++ {
+		for j := 0; j <= i; j++ {
+			tri[i*m+j] = r.NormFloat64()
+		}
+		tri[i*m+i] = 3 + math.Abs(tri[i*m+i])
+	}
+	var impl Implementation
+	run := func() {
+		Dgemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n)
+		DgemmSum(m, n, terms, 1, c, n)
+		impl.Dtrsm(blas.Left, blas.Lower, blas.NoTrans, blas.NonUnit, m, n, 1, tri, m, c, n)
+	}
+	run()
+	if allocs := testing.AllocsPerRun(50, run); allocs != 0 {
+		t.Errorf("%v allocations per call, want 0", allocs)
+	}
+}
