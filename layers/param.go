@@ -169,6 +169,13 @@ func AsSolverParams(ps []*Param) []solvers.Param {
 func (s *Scope) Sync() error {
 	for p, n := range s.raw {
 		if p.Shape.IsScalar() {
+			// Rewriting the bound *F64 in place saves G.Let's allocations
+			// (a new value and a shape clone) on every training step; the
+			// value is ours, bound by an earlier Sync.
+			if v, ok := n.Value().(*G.F64); ok && v != nil {
+				*v = G.F64(p.Data[0])
+				continue
+			}
 			if err := G.Let(n, G.NewF64(p.Data[0])); err != nil {
 				return err
 			}

@@ -63,3 +63,10 @@ func BenchmarkStepMNIST(b *testing.B) {
 func BenchmarkStepSVGP(b *testing.B) {
 	benchStep(b, "svgp", 1000, 21, 2, 50, 50, "se")
 }
+
+// The additive-noise paper's UCI shape (B=1024, M=300, d=20): binary GPC-I
+// and ten-class GPC-I, with Appendix D's shared inducing inputs.
+func BenchmarkStepUCI(b *testing.B) {
+	b.Run("gpc1-c2", func(b *testing.B) { benchStep(b, "gpc1", 4000, 20, 2, 1024, 300, "se") })
+	b.Run("gpc1-c10", func(b *testing.B) { benchStep(b, "gpc1", 4000, 20, 10, 1024, 300, "se") })
+}
