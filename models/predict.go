@@ -135,8 +135,8 @@ func (m *Model) Predict(x []float64, n int, noise []float64) ([]float64, error) 
 
 // PredictContext is Predict stopping with ctx's error as soon as ctx is
 // cancelled: while it builds the prediction graph, between batches of rows
-// and between the draws of a sampling input model (however many draws
-// Options.Inputs.TestSamples asks for). A kernel matrix that is not
+// and between the graph runs over the draws of a sampling input model
+// (however many draws Options.Inputs.TestSamples asks for). A kernel matrix that is not
 // positive definite is returned as a *NotPositiveDefiniteError.
 func (m *Model) PredictContext(ctx context.Context, x []float64, n int, noise []float64) ([]float64, error) {
 	if err := m.checkTest(x, n, noise); err != nil {
@@ -148,6 +148,17 @@ func (m *Model) PredictContext(ctx context.Context, x []float64, n int, noise []
 }
 
 func (m *Model) predict(ctx context.Context, x []float64, n int, noise []float64) ([]float64, error) {
+	if s, ok := m.inputs.(inputs.Sampler); ok {
+		return m.predictSampled(ctx, s, x, n, noise)
+	}
+	return m.predictBatches(ctx, x, n, noise)
+}
+
+// predictBatches is predict one batch of rows at a time. For a sampling
+// input model it runs the graph once per draw (sampleInputs): the
+// reference that predictSampled must reproduce, kept for its tests and
+// benchmark.
+func (m *Model) predictBatches(ctx context.Context, x []float64, n int, noise []float64) ([]float64, error) {
 	rows := min(n, predictBatch)
 	pg, err := interruptibly(ctx, func() (*testGraph, error) { return m.buildPredict(rows) })
 	if err != nil {
