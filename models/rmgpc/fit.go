@@ -193,7 +193,17 @@ type fitter struct {
 	train   []*layers.Param
 	kBuf    map[*G.Node]*mat.SymDense
 	lastErr error
+	// unconverged counts the evidence evaluations whose EP ran out of
+	// sweeps (see maxUnconverged).
+	unconverged int
 }
+
+// maxUnconverged is how many evidence evaluations may end without EP
+// converging before the hyper-parameter search stops at its best point. An
+// EP that oscillates costs MaxSweeps sweeps per evaluation and gives a noisy
+// evidence, so without a bound a search of MaxIterations steps at such
+// hyper-parameters ran for tens of minutes on a 143-row problem.
+const maxUnconverged = 3
 
 func newFitter(m *Model) (*fitter, error) {
 	f := &fitter{m: m, kBuf: map[*G.Node]*mat.SymDense{}}
@@ -254,7 +264,20 @@ func (f *fitter) prior() (*prior, error) {
 // improper posterior or an invalid cavity, which a large jump of the
 // hyper-parameters can cause from sites fitted elsewhere) is retried once
 // from uniform sites.
-func (f *fitter) ep() (*Posterior, error) { return f.epTol(f.m.Config.Tol) }
+// ep runs EP at the current hyper-parameters. A run that ends without
+// converging still gives a valid posterior and an evidence; the error is
+// returned only once maxUnconverged evaluations have ended so, which stops
+// the search.
+func (f *fitter) ep() (*Posterior, error) {
+	post, err := f.epTol(f.m.Config.Tol)
+	if err != nil && !errors.Is(err, ErrNotConverged) {
+		return nil, err
+	}
+	if err != nil && f.unconverged >= maxUnconverged {
+		return nil, fmt.Errorf("%w at %d evidence evaluations: hyper-parameter search stopped at its best point", err, f.unconverged)
+	}
+	return post, nil
+}
 
 func (f *fitter) epTol(tol float64) (*Posterior, error) {
 	m := f.m
@@ -283,8 +306,11 @@ func (f *fitter) epTol(tol float64) (*Posterior, error) {
 		m.Sites = nil
 		return nil, err
 	}
+	if err != nil {
+		f.unconverged++
+	}
 	m.Post = post
-	return post, nil
+	return post, err
 }
 
 func (f *fitter) pack() []float64 {
@@ -343,7 +369,7 @@ func (f *fitter) fit(ctx context.Context) error {
 	// a rejected trial point), converged ten times tighter than during the
 	// search: warm-started, that costs a few sweeps, and the predictions
 	// and outlier probabilities come from this posterior.
-	if _, err := f.epTol(m.Config.Tol / 10); err != nil {
+	if _, err := f.epTol(m.Config.Tol / 10); err != nil && !errors.Is(err, ErrNotConverged) {
 		return fmt.Errorf("rmgpc: EP at the fitted hyper-parameters: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpc-dev/gpc/datasets"
@@ -474,5 +475,37 @@ func TestInputErrors(t *testing.T) {
 	}
 	if _, err := m.Predict([]float64{math.NaN(), 0}, 1); err == nil {
 		t.Error("NaN input accepted")
+	}
+}
+
+// TestFitStopsOnUnconvergedEP checks that a hyper-parameter search whose EP
+// keeps running out of sweeps stops at its best point with a warning after
+// maxUnconverged such evaluations, instead of paying MaxSweeps sweeps at
+// every L-BFGS evaluation until MaxIterations.
+func TestFitStopsOnUnconvergedEP(t *testing.T) {
+	ds := synthData(36, 0.15, 5)
+	m, err := Fit(context.Background(), ds, Config{Tol: 1e-14, MaxSweeps: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.Fit.Warning, "not converged") {
+		t.Errorf("warning %q does not say EP did not converge", m.Fit.Warning)
+	}
+	// maxUnconverged evaluations in the search plus the final EP.
+	if m.Fit.Evaluations > maxUnconverged+1 {
+		t.Errorf("%d evidence evaluations; want at most %d", m.Fit.Evaluations, maxUnconverged+1)
+	}
+	p, err := m.Predict(ds.X[:3*ds.D], 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		var sum float64
+		for k := 0; k < ds.C; k++ {
+			sum += p[i*ds.C+k]
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Errorf("row %d sums to %v", i, sum)
+		}
 	}
 }
