@@ -371,7 +371,7 @@ func (rp *reporter) resultsTable(tb Table) {
 		sep += "---|"
 	}
 	rp.printf("%s\n%s\n", hdr, sep)
-	tv := &tableVerdict{timing: tb.Metric == "seconds_per_epoch"}
+	tv := &tableVerdict{timing: tb.Metric == "seconds_per_epoch", notComparable: tb.NotComparable}
 	for _, st := range rp.tableSettings(tb) {
 		for _, d := range rp.s.Datasets {
 			row := "| " + st.Name + " |"

@@ -24,7 +24,7 @@ func (rp *reporter) instancesTable(tb Table) {
 		sep += "---|"
 	}
 	rp.printf("%s\n%s\n", hdr, sep)
-	tv := &tableVerdict{}
+	tv := &tableVerdict{notComparable: tb.NotComparable}
 	for _, st := range rp.tableSettings(tb) {
 		for _, m := range methods {
 			row := fmt.Sprintf("| %s | %s |", st.Name, m)

@@ -246,6 +246,11 @@ type Table struct {
 	// LargeAbove marks our cells above it "Large", the paper's word for a
 	// value dominated by hugely confident wrong predictions (0: never).
 	LargeAbove float64 `yaml:"large_above" json:"large_above,omitempty"`
+	// NotComparable, when set, says why our runs are not the paper's
+	// experiment (e.g. a generator that could not be recovered): the table's
+	// verdict is then "not reproduced" with that reason, whatever the values
+	// give, and the value comparison is still shown beside it.
+	NotComparable string `yaml:"not_comparable" json:"not_comparable,omitempty"`
 }
 
 // PaperRow holds the paper's values for one row of a table: one value per

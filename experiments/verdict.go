@@ -23,7 +23,13 @@ const VerdictRule = `Verdicts are computed from the runs by this rule, never wri
 - **Table**: *reproduced* when at least 90% of the compared cells agree and no ordering is
   reversed; *not reproduced* when fewer than half agree or more than a quarter of the paper's
   orderings are reversed; *partly reproduced* otherwise. Timings (not comparable across hardware)
-  are judged by the ordering alone. A table with runs missing says how many cells are complete.`
+  are judged by the ordering alone. A table with runs missing says how many cells are complete.
+  A table whose runs are not the paper's experiment (its spec's not_comparable says why, e.g. a
+  data generator that could not be recovered) is *not reproduced* whatever its values, which are
+  still compared beside it.
+- **Budget**: every table states the budget run. With few runs the standard errors, and so the
+  tolerance, are wide: a quick-profile "reproduced" means the paper's values are not contradicted
+  at that budget, not that they are confirmed.`
 
 // Cell verdicts.
 const (
@@ -174,6 +180,8 @@ type tableVerdict struct {
 	sigCells, sigAgree int
 	reversedExamples   []string
 	timing             bool
+	// notComparable is the table's NotComparable reason.
+	notComparable string
 }
 
 // addRow judges one row's orderings: names are the columns' methods.
@@ -234,7 +242,11 @@ func (tv *tableVerdict) text() string {
 		v = "partly reproduced"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s**", v)
+	if tv.notComparable != "" {
+		fmt.Fprintf(&b, "**not reproduced** — our runs are not the paper's experiment: %s. The values alone would read %s", tv.notComparable, v)
+	} else {
+		fmt.Fprintf(&b, "**%s**", v)
+	}
 	if !tv.timing {
 		fmt.Fprintf(&b, " — %d of %d cells agree", tv.agree, tv.compared)
 	} else {

@@ -67,6 +67,12 @@ func TestTableVerdictRule(t *testing.T) {
 	if tv.reversed != 0 || !strings.HasPrefix(tv.text(), "**partly reproduced**") {
 		t.Fatalf("%+v: %s", tv, tv.text())
 	}
+	// A table whose runs are not the paper's experiment is not reproduced,
+	// however well its values agree, and says why.
+	tv = &tableVerdict{compared: 3, agree: 3, cells: 3, complete: 3, notComparable: "our generator"}
+	if txt := tv.text(); !strings.HasPrefix(txt, "**not reproduced** — our runs are not the paper's experiment: our generator") || !strings.Contains(txt, "would read reproduced — 3 of 3 cells agree") {
+		t.Fatalf("%s", txt)
+	}
 	// Large in the paper ranks after every number.
 	tv = &tableVerdict{}
 	tv.addRow("d", names[:2], []*judged{{ours: 0.5, has: true, paperLarge: true}, cell(0.1, 0.1)}, "nll")
