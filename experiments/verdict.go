@@ -217,7 +217,7 @@ func (tv *tableVerdict) addRow(row string, names []string, cs []*judged, metric 
 // text states the table's verdict and the tallies behind it.
 func (tv *tableVerdict) text() string {
 	if tv.compared == 0 && tv.pairs == 0 {
-		return "no verdict: no cell has both our runs and a paper value"
+		return "no verdict: no cell has both a paper value and a spread of ours (a standard error needs two or more runs, or a bootstrap)"
 	}
 	frac := func(a, b int) float64 {
 		if b == 0 {
