@@ -259,6 +259,10 @@ func liuToyFigure(rp *reporter, name string) error {
 	var runs, separate, measured, moved int
 	cols := 0
 	for _, d := range rp.s.Datasets {
+		train, _, err := liuToyTrain(rp.dataDir, d, rp.s.seedFor(0))
+		if err != nil {
+			return err
+		}
 		for _, st := range rp.s.Settings {
 			var row []*plot.Plot
 			for _, m := range rp.s.Methods {
@@ -270,7 +274,7 @@ func liuToyFigure(rp *reporter, name string) error {
 				if len(rp.s.Settings) > 1 {
 					title += " (" + st.Name + ")"
 				}
-				pl, err := surfacePanel(title, r.Surface)
+				pl, err := surfacePanel(title, r.Surface, train)
 				if err != nil {
 					return fmt.Errorf("%s: %w", title, err)
 				}

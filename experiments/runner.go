@@ -113,15 +113,17 @@ type TracePoint struct {
 	Error   float64 `json:"error"`
 }
 
-// Surface is a 2-D binary model's p(y=1) on a grid.
+// Surface is a 2-D model's predictive on a grid. The training points are
+// not kept: the figures reload them, so that results never copy a data
+// set from the data directory (results written before carry train_x and
+// train_y, which are ignored).
 type Surface struct {
-	// X1 and X2 are the grid axes; P is len(X2)×len(X1), row-major.
-	X1     []float64 `json:"x1"`
-	X2     []float64 `json:"x2"`
-	P      []float64 `json:"p"`
-	Z      []float64 `json:"z"` // inducing inputs, M×2
-	TrainX []float64 `json:"train_x"`
-	TrainY []int     `json:"train_y"`
+	// X1 and X2 are the grid axes; P is len(X2)×len(X1), row-major:
+	// p(y=1) for a binary model, else one such grid per class in turn.
+	X1 []float64 `json:"x1"`
+	X2 []float64 `json:"x2"`
+	P  []float64 `json:"p"`
+	Z  []float64 `json:"z"` // inducing inputs, M×2
 }
 
 // Curve is a 1-D prediction curve: P[c][i] = p(y=c | X[i]).

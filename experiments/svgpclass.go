@@ -87,7 +87,7 @@ func bananaRun(ctx context.Context, e *env, r Run) (*Result, error) {
 		return res, err
 	}
 	const g = 50
-	s := &Surface{X1: make([]float64, g), X2: make([]float64, g), TrainX: sp.train.X, TrainY: sp.train.Y}
+	s := &Surface{X1: make([]float64, g), X2: make([]float64, g)}
 	for i := 0; i < g; i++ {
 		s.X1[i] = -3.25 + 6.9*float64(i)/(g-1)
 		s.X2[i] = -2.85 + 6.25*float64(i)/(g-1)

@@ -1,6 +1,8 @@
 package experiments
 
 import (
+	"github.com/gpc-dev/gpc/datasets"
+
 	"fmt"
 	"image/color"
 	"strings"
@@ -25,6 +27,10 @@ func (g surfaceGrid) Y(r int) float64    { return g.s.X2[r] }
 // order, e.g. M = 4 … 64 and the non-sparse one), the training points, the
 // inducing inputs and the p = 0.5 contour of the split-0 model.
 func bananaFigure(rp *reporter, name string) error {
+	train, _, _, err := datasets.RatschSplit(rp.dataDir, "banana", 1, 0)
+	if err != nil {
+		return err
+	}
 	var rowNames []string
 	rows := map[string][]*plot.Plot{}
 	for _, m := range rp.s.Methods {
@@ -41,7 +47,7 @@ func bananaFigure(rp *reporter, name string) error {
 		if _, ok := rows[row]; !ok {
 			rowNames = append(rowNames, row)
 		}
-		pl, err := surfacePanel(m.Name, s)
+		pl, err := surfacePanel(m.Name, s, train)
 		if err != nil {
 			return err
 		}
@@ -71,7 +77,7 @@ func bananaFigure(rp *reporter, name string) error {
 // multi-class surface: surfaceBoundaries) and the inducing inputs, which
 // are left out when there are as many as training points (a non-sparse
 // model's Z = X says nothing).
-func surfacePanel(title string, s *Surface) (*plot.Plot, error) {
+func surfacePanel(title string, s *Surface, train *datasets.Dataset) (*plot.Plot, error) {
 	grids, level, err := surfaceBoundaries(s)
 	if err != nil {
 		return nil, err
@@ -79,14 +85,14 @@ func surfacePanel(title string, s *Surface) (*plot.Plot, error) {
 	pl := plot.New()
 	pl.Title.Text = title
 	classes := 0
-	for _, y := range s.TrainY {
+	for _, y := range train.Y {
 		classes = max(classes, y+1)
 	}
 	for c := 0; c < classes; c++ {
 		var pts plotter.XYs
-		for i, y := range s.TrainY {
+		for i, y := range train.Y {
 			if y == c {
-				pts = append(pts, plotter.XY{X: s.TrainX[2*i], Y: s.TrainX[2*i+1]})
+				pts = append(pts, plotter.XY{X: train.X[2*i], Y: train.X[2*i+1]})
 			}
 		}
 		if len(pts) == 0 {
@@ -109,7 +115,7 @@ func surfacePanel(title string, s *Surface) (*plot.Plot, error) {
 	for i := 0; i+1 < len(s.Z); i += 2 {
 		zs = append(zs, plotter.XY{X: s.Z[i], Y: s.Z[i+1]})
 	}
-	if len(zs) > 0 && len(zs) < len(s.TrainY) {
+	if len(zs) > 0 && len(zs) < train.N {
 		sc, err := plotter.NewScatter(zs)
 		if err != nil {
 			return nil, err
