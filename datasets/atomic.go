@@ -11,6 +11,15 @@ import (
 	"strconv"
 )
 
+// WriteFileAtomic writes b to path as WriteAtomic does: never a
+// half-written file, and an existing one untouched on failure.
+func WriteFileAtomic(path string, b []byte) error {
+	return WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
 // WriteAtomic writes a file through write: into a temporary file in the
 // target's directory, which is synced and renamed over path only when write
 // and the close succeed. A failure at any point removes the temporary file

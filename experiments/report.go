@@ -126,14 +126,14 @@ func Report(dir, dataDir string) error {
 		return err
 	}
 	rp.render(total)
-	if err := writeFileAtomic(filepath.Join(dir, "report.md"), []byte(rp.md.String())); err != nil {
+	if err := datasets.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(rp.md.String())); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(ReportJSON{Spec: rp.s, Cells: rp.cells, Verdicts: rp.verdicts}, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "report.json"), b); err != nil {
+	if err := datasets.WriteFileAtomic(filepath.Join(dir, "report.json"), b); err != nil {
 		return err
 	}
 	return rp.figures()

@@ -355,7 +355,7 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 	if err != nil {
 		return sum, &SetupError{err}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, resolvedSpecFile), b); err != nil {
+	if err := datasets.WriteFileAtomic(filepath.Join(dir, resolvedSpecFile), b); err != nil {
 		return sum, &SetupError{err}
 	}
 	st, err := openStoreFor(dir, cfg.Shard, cfg.Shards)
@@ -465,17 +465,6 @@ func ShardOf(key string, n int) int {
 	h := fnv.New64a()
 	h.Write([]byte(key))
 	return int(h.Sum64()%uint64(n)) + 1
-}
-
-// writeFileAtomic writes b to path atomically (datasets.WriteAtomic: a
-// uniquely named temporary in the same directory, renamed over path and
-// removed on any error), so a kill never leaves a truncated file and
-// shards rendering one report never rename each other's files.
-func writeFileAtomic(path string, b []byte) error {
-	return datasets.WriteAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(b)
-		return err
-	})
 }
 
 // loadResolved reads the spec saved by Execute.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gpc-dev/gpc/datasets"
 )
 
 // Generated blocks of a markdown document, which Splice rewrites:
@@ -98,5 +100,5 @@ func SpliceFile(path, root, dataDir string) (changed bool, err error) {
 	if bytes.Equal(doc, out) {
 		return false, nil
 	}
-	return true, writeFileAtomic(path, out)
+	return true, datasets.WriteFileAtomic(path, out)
 }

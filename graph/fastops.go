@@ -321,6 +321,23 @@ func one(c bool) float64 {
 	return 0
 }
 
+// cmpResult is a comparison op's result on x, y as a number.
+func cmpResult(k binKind, x, y float64) float64 {
+	switch k {
+	case binLt:
+		return one(x < y)
+	case binGt:
+		return one(x > y)
+	case binLte:
+		return one(x <= y)
+	case binGte:
+		return one(x >= y)
+	case binEq:
+		return one(x == y)
+	}
+	return one(x != y)
+}
+
 // binVV sets out[i] = a[i] op b[i].
 func binVV(k binKind, a, b, out []float64) {
 	b, out = b[:len(a)], out[:len(a)]
@@ -341,29 +358,9 @@ func binVV(k binKind, a, b, out []float64) {
 		for i, v := range a {
 			out[i] = v / b[i]
 		}
-	case binLt:
+	default: // comparisons (not on a hot path)
 		for i, v := range a {
-			out[i] = one(v < b[i])
-		}
-	case binGt:
-		for i, v := range a {
-			out[i] = one(v > b[i])
-		}
-	case binLte:
-		for i, v := range a {
-			out[i] = one(v <= b[i])
-		}
-	case binGte:
-		for i, v := range a {
-			out[i] = one(v >= b[i])
-		}
-	case binEq:
-		for i, v := range a {
-			out[i] = one(v == b[i])
-		}
-	case binNe:
-		for i, v := range a {
-			out[i] = one(v != b[i])
+			out[i] = cmpResult(k, v, b[i])
 		}
 	}
 }
@@ -388,29 +385,9 @@ func binVS(k binKind, a []float64, b float64, out []float64) {
 		for i, v := range a {
 			out[i] = v / b
 		}
-	case binLt:
+	default: // comparisons (not on a hot path)
 		for i, v := range a {
-			out[i] = one(v < b)
-		}
-	case binGt:
-		for i, v := range a {
-			out[i] = one(v > b)
-		}
-	case binLte:
-		for i, v := range a {
-			out[i] = one(v <= b)
-		}
-	case binGte:
-		for i, v := range a {
-			out[i] = one(v >= b)
-		}
-	case binEq:
-		for i, v := range a {
-			out[i] = one(v == b)
-		}
-	case binNe:
-		for i, v := range a {
-			out[i] = one(v != b)
+			out[i] = cmpResult(k, v, b)
 		}
 	}
 }
@@ -435,29 +412,9 @@ func binSV(k binKind, a float64, b, out []float64) {
 		for i, v := range b {
 			out[i] = a / v
 		}
-	case binLt:
+	default: // comparisons (not on a hot path)
 		for i, v := range b {
-			out[i] = one(a < v)
-		}
-	case binGt:
-		for i, v := range b {
-			out[i] = one(a > v)
-		}
-	case binLte:
-		for i, v := range b {
-			out[i] = one(a <= v)
-		}
-	case binGte:
-		for i, v := range b {
-			out[i] = one(a >= v)
-		}
-	case binEq:
-		for i, v := range b {
-			out[i] = one(a == v)
-		}
-	case binNe:
-		for i, v := range b {
-			out[i] = one(a != v)
+			out[i] = cmpResult(k, a, v)
 		}
 	}
 }

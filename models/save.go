@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 
@@ -76,10 +75,7 @@ func (m *Model) Save(path string) error {
 	}
 	// A temporary file in the target directory, renamed over the target:
 	// never a half-written model, and nothing left behind on failure.
-	err = datasets.WriteAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(b)
-		return err
-	})
+	err = datasets.WriteFileAtomic(path, b)
 	if err != nil {
 		return fmt.Errorf("models: saving %s: %w", path, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/gpc-dev/gpc/datasets"
@@ -66,10 +65,7 @@ func (m *Model) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("rmgpc: saving %s: %w", path, err)
 	}
-	if err := datasets.WriteAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(b)
-		return err
-	}); err != nil {
+	if err := datasets.WriteFileAtomic(path, b); err != nil {
 		return fmt.Errorf("rmgpc: saving %s: %w", path, err)
 	}
 	return nil
