@@ -175,6 +175,95 @@ func TestTriSolveGrad(t *testing.T) {
 	}
 }
 
+// TriMul is op(T)·B reading T's triangle only: the other triangle holds
+// values that must not enter.
+func TestTriMulForward(t *testing.T) {
+	for _, lower := range []bool{true, false} {
+		for _, trans := range []bool{true, false} {
+			rng := rand.New(rand.NewPCG(15, 16))
+			n, k := 5, 3
+			tv, bv := randMat(rng, n, n), randMat(rng, n, k)
+			g := G.NewGraph()
+			T, B := matrix(g, "T", n, n, tv...), matrix(g, "B", n, k, bv...)
+			X := must(TriMul(T, B, lower, trans))
+			p := run(t, g, X)
+			x, _ := p.Float64s(X)
+			for i := 0; i < n; i++ {
+				for c := 0; c < k; c++ {
+					var s float64
+					for j := 0; j < n; j++ {
+						r, col := i, j
+						if trans {
+							r, col = j, i
+						}
+						if (lower && col > r) || (!lower && col < r) {
+							continue
+						}
+						s += tv[r*n+col] * bv[j*k+c]
+					}
+					if math.Abs(s-x[i*k+c]) > 1e-12 {
+						t.Fatalf("lower=%v trans=%v: (%d,%d) = %v, want %v", lower, trans, i, c, x[i*k+c], s)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestTriMulGrad(t *testing.T) {
+	for _, lower := range []bool{true, false} {
+		for _, trans := range []bool{true, false} {
+			for _, vec := range []bool{true, false} {
+				t.Run("", func(t *testing.T) {
+					checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+						T := matrix(g, "T", 4, 4, tri(rng, 4, lower)...)
+						var B *G.Node
+						if vec {
+							B = vec4(g, "b", randMat(rng, 4, 1)...)
+						} else {
+							B = matrix(g, "B", 4, 2, randMat(rng, 4, 2)...)
+						}
+						return nonlinearCost(t, rng, must(TriMul(T, B, lower, trans))), G.Nodes{T, B}
+					})
+				})
+			}
+		}
+	}
+}
+
+// TriProd equals TriMask of the full product, at sizes with one panel and
+// with several (panel edges inside and outside the matrix).
+func TestTriProdForward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, m := range []int{3, 95, 96, 150} {
+		for _, lower := range []bool{true, false} {
+			k := 7
+			uv, vv := randMat(rng, m, k), randMat(rng, m, k)
+			g := G.NewGraph()
+			U, V := matrix(g, "U", m, k, uv...), matrix(g, "V", m, k, vv...)
+			C := must(TriProd(U, V, lower))
+			W := must(TriMask(must(MatMul(U, V, false, true)), lower, 1))
+			p := run(t, g, C, W)
+			c, _ := p.Float64s(C)
+			w, _ := p.Float64s(W)
+			for i := range w {
+				if math.Abs(c[i]-w[i]) > 1e-12 {
+					t.Fatalf("m=%d lower=%v: entry (%d,%d) = %v, want %v", m, lower, i/m, i%m, c[i], w[i])
+				}
+			}
+		}
+	}
+}
+
+func TestTriProdGrad(t *testing.T) {
+	for _, lower := range []bool{true, false} {
+		checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+			U, V := matrix(g, "U", 4, 3, randMat(rng, 4, 3)...), matrix(g, "V", 4, 3, randMat(rng, 4, 3)...)
+			return nonlinearCost(t, rng, must(TriProd(U, V, lower))), G.Nodes{U, V}
+		})
+	}
+}
+
 func vec4(g *G.ExprGraph, name string, v ...float64) *G.Node { return vec(g, name, v...) }
 
 func TestLogDetChol(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 var multiplyAdds atomic.Int64
 
 // MultiplyAdds returns the multiply-adds done so far in this process by the
-// matrix products of MatMul and SqDist nodes, the bulk of a GP step. The
+// matrix products of MatMul, TriMul (n(n+1)/2 per column) and SqDist nodes, the bulk of a GP step. The
 // difference over a training iteration is its arithmetic cost, which is
 // what bounds the ratio of two models' times (see `gpc bench`).
 func MultiplyAdds() int64 { return multiplyAdds.Load() }

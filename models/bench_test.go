@@ -70,3 +70,12 @@ func BenchmarkStepUCI(b *testing.B) {
 	b.Run("gpc1-c2", func(b *testing.B) { benchStep(b, "gpc1", 4000, 20, 2, 1024, 300, "se") })
 	b.Run("gpc1-c10", func(b *testing.B) { benchStep(b, "gpc1", 4000, 20, 10, 1024, 300, "se") })
 }
+
+// The astrophysics shape of Tables 9/10 and 17/18 (408 rows, d = 6, C = 3,
+// B = 50, M = 100): the fits behind the noisy-input paper's longest
+// full-budget runs, dominated by fixed per-step cost rather than products.
+func BenchmarkStepAstro(b *testing.B) {
+	for _, k := range noisyPresets {
+		b.Run(k, func(b *testing.B) { benchStep(b, k, 408, 6, 3, 50, 100, "se") })
+	}
+}

@@ -247,7 +247,13 @@ type Built struct {
 	p  *Posterior
 	s  *layers.Scope
 	lk []*G.Node // chol(K_ZZ) per latent function
-	lq []*G.Node // L per latent function
+	// lw is the factor of q's covariance in whitened coordinates, the
+	// lower-triangular Lk⁻¹L (L itself when whitened): the KL needs it, and
+	// with it the marginal variance's ‖Lᵀ K_ZZ⁻¹ K_Zx‖² is ‖lwᵀ Lk⁻¹ K_Zx‖²,
+	// one product with the solve already made instead of a second B-column
+	// triangular solve and a general product (a triangular one, half the
+	// multiply-adds).
+	lw []*G.Node
 	m  []*G.Node // means, M×1
 	z  []*G.Node
 	// KL is Σ_c KL(q(u_c) ‖ p(u_c)).
@@ -290,7 +296,7 @@ func (p *Posterior) Build(s *layers.Scope) (*Built, error) {
 			return nil, fmt.Errorf("variational: KL of latent function %d: %w", c, e.Err)
 		}
 		kls = append(kls, kl)
-		b.lk, b.lq, b.m, b.z = append(b.lk, lk), append(b.lq, lq), append(b.m, m), append(b.z, z)
+		b.lk, b.lw, b.m, b.z = append(b.lk, lk), append(b.lw, ll), append(b.m, m), append(b.z, z)
 	}
 	kl := kls[0]
 	for _, k := range kls[1:] {
@@ -318,10 +324,6 @@ func (b *Built) ClassMarginals(x *G.Node) (mu, v []*G.Node, err error) {
 		k := p.Kernels[c]
 		kzx := e.Do(k.K(b.s, b.z[c], x))
 		a := e.Do(graph.TriSolve(b.lk[c], kzx, true, false)) // Lk⁻¹ K_Zx
-		proj := a
-		if !p.Whitened {
-			proj = e.Do(graph.TriSolve(b.lk[c], a, true, true)) // K_ZZ⁻¹ K_Zx
-		}
 		// μ = K_xZ α with α = L⁻ᵀ m (whitened) or K_ZZ⁻¹ m: the same mean as
 		// projᵀ m, but its gradient with respect to x is K's alone, with no
 		// B-column triangular solve (NIMGP_FO differentiates it, and then
@@ -333,7 +335,7 @@ func (b *Built) ClassMarginals(x *G.Node) (mu, v []*G.Node, err error) {
 		alpha = e.Do(graph.TriSolve(b.lk[c], alpha, true, true))
 		mc := e.Do(graph.Reshape(e.Do(graph.MatMul(kzx, alpha, true, false)), tensor.Shape{n}))
 		kd := e.Do(kernels.KDiag(k, b.s, x, e.Do(b.s.Node(p.JitterParam))))
-		lp := e.Do(graph.MatMul(b.lq[c], proj, true, false))
+		lp := e.Do(graph.TriMul(b.lw[c], a, true, true))
 		vc := e.Do(G.Sub(kd, e.Do(G.Sum(e.Do(G.Square(a)), 0))))
 		vc = e.Do(G.Add(vc, e.Do(G.Sum(e.Do(G.Square(lp)), 0))))
 		if e.Err != nil {

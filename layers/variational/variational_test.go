@@ -242,3 +242,100 @@ func TestELBOGradients(t *testing.T) {
 		}
 	}
 }
+
+// The marginals at inputs other than Z follow the textbook formulas,
+// μ = K_xZ A m and v = k(x,x) − K_xZ K_ZZ⁻¹ K_Zx + K_xZ A S Aᵀ K_Zx with
+// S = LLᵀ, A = K_ZZ⁻¹ (unwhitened) or Lk⁻ᵀ (whitened), computed here with
+// explicit inverses in gonum for a random q(u). The graph takes a different
+// route (the whitened factor Lk⁻¹L, no inverse), so a slip in that route
+// shows as a difference far above rounding.
+func TestMarginalsMatchExplicitFormulas(t *testing.T) {
+	const m, n, d = 5, 4, 2
+	const ell, amp, noise, jitter = 1.3, 0.9, 0.1, 1e-3
+	rng := rand.New(rand.NewPCG(3, 4))
+	z, xs := randData(rng, m, d), randData(rng, n, d)
+	mean := randData(rng, m, 1)
+	lq := make([]float64, m*m)
+	for i := 0; i < m; i++ {
+		for j := 0; j < i; j++ {
+			lq[i*m+j] = 0.3 * rng.NormFloat64()
+		}
+		lq[i*m+i] = 0.5 + rng.Float64()
+	}
+	kzz := seK(z, m, d, ell, amp, noise, jitter)
+	kxz := mat.NewDense(n, m, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j < m; j++ {
+			var s float64
+			for t := 0; t < d; t++ {
+				s += (xs[i*d+t] - z[j*d+t]) * (xs[i*d+t] - z[j*d+t])
+			}
+			kxz.Set(i, j, amp*math.Exp(-0.5*s/ell))
+		}
+	}
+	var kinv mat.Dense
+	if err := kinv.Inverse(kzz); err != nil {
+		t.Fatal(err)
+	}
+	L := mat.NewDense(m, m, lq)
+	var S mat.Dense
+	S.Mul(L, L.T())
+	for _, whitened := range []bool{false, true} {
+		A := mat.DenseCopyOf(&kinv)
+		if whitened {
+			lk := mat.NewDense(m, m, cholLower(kzz))
+			var lkInv mat.Dense
+			if err := lkInv.Inverse(lk); err != nil {
+				t.Fatal(err)
+			}
+			A = mat.DenseCopyOf(lkInv.T())
+		}
+		var ka, mu, kak, kaS, quad mat.Dense
+		ka.Mul(kxz, A)
+		mu.Mul(&ka, mat.NewDense(m, 1, mean))
+		kak.Product(kxz, &kinv, kxz.T())
+		kaS.Mul(&ka, &S)
+		quad.Mul(&kaS, ka.T())
+
+		k := kernels.NewSE("se", d, ell, amp, noise)
+		post, err := New("q", Config{Latent: 1, M: m, D: d, Whitened: whitened, Jitter: jitter}, []kernels.Kernel{k}, [][]float64{z})
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(post.Mean[0].Data, mean)
+		if err := post.SetL(0, lq); err != nil {
+			t.Fatal(err)
+		}
+		g := G.NewGraph()
+		s := layers.NewScope(g)
+		xp := layers.NewParam("X", tensor.Shape{n, d}, 0, layers.Identity)
+		copy(xp.Data, xs)
+		xn, _ := s.Raw(xp)
+		b, err := post.Build(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		muN, vN, err := b.Marginals(xn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := graph.Compile(g, muN, vN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(); err != nil {
+			t.Fatal(err)
+		}
+		gotMu, _ := p.Float64s(muN)
+		gotV, _ := p.Float64s(vN)
+		for i := 0; i < n; i++ {
+			wantV := amp + noise + jitter - kak.At(i, i) + quad.At(i, i)
+			if math.Abs(gotMu[i]-mu.At(i, 0)) > 1e-10 || math.Abs(gotV[i]-wantV) > 1e-10 {
+				t.Errorf("whitened=%v row %d: μ %.12g v %.12g, want %.12g and %.12g", whitened, i, gotMu[i], gotV[i], mu.At(i, 0), wantV)
+			}
+		}
+	}
+}
