@@ -481,7 +481,8 @@ func liuToyTrain(dataDir, dataset string, seed uint64) (*datasets.Dataset, [4]fl
 // budget (full batch when the spec's batch is at least the training size).
 func liuToyOptions(r Run, n int, seed uint64) models.Options {
 	o := modelOptions(r, n, seed)
-	o.Kernel = models.KernelOptions{Name: "matern32", Factory: liuToyKernel}
+	// One kernel for all classes, as the demos' GPflow SVGP (num_latent = C).
+	o.Kernel = models.KernelOptions{Name: "matern32", Factory: liuToyKernel, Shared: true}
 	o.Posterior.ZInit, o.Posterior.SharedZ, o.Posterior.Whitened, o.Posterior.Jitter = "kmeans", true, true, 1e-6
 	o.Train.Batch = min(o.Train.Batch, n)
 	return o

@@ -81,9 +81,10 @@ func AdditiveMaternRBF(name string, d int, init KernelInit) kernels.Kernel {
 // zero fields: M = 300 inducing inputs initialised by k-means, batch 1024,
 // Adam (learning rate 0.01), GPflow's jitter 1e-6, and the RBF kernel of
 // AdditiveKernel when no kernel is chosen (Kernel.Name empty or "se" and no
-// Factory). It also sets Posterior.SharedZ: the authors' code shares one Z
-// among the latent functions (whose kernels, unlike theirs, are separate
-// here). The budget of 10 000 iterations depends on the training size:
+// Factory). It also sets Posterior.SharedZ and Kernel.Shared, as the
+// authors' code (GPflow's SVGP with one kernel and num_latent = C): one Z
+// and one kernel for all latent functions, each with its own q(u_c); clear
+// Kernel.Shared afterwards for a kernel per class. The budget of 10 000 iterations depends on the training size:
 // set Train.Epochs to AppendixDEpochs(n, batch) and stop at exactly
 // AppendixDIterations steps with FitConfig.MaxIterations.
 func AppendixD(o Options) Options {
@@ -93,7 +94,7 @@ func AppendixD(o Options) Options {
 	if o.Posterior.ZInit == "" {
 		o.Posterior.ZInit = "kmeans"
 	}
-	o.Posterior.SharedZ = true
+	o.Posterior.SharedZ, o.Kernel.Shared = true, true
 	if o.Posterior.Jitter == 0 {
 		o.Posterior.Jitter = AppendixDJitter
 	}

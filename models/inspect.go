@@ -7,6 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/gpc-dev/gpc/graph"
+	"github.com/gpc-dev/gpc/layers"
 	"github.com/gpc-dev/gpc/layers/inputs"
 )
 
@@ -44,9 +45,11 @@ func (m *Model) ParamCount() map[string]int {
 			}
 		}
 	}
+	seen := map[*layers.Param]bool{} // a shared kernel is counted once
 	for _, k := range m.kernels {
 		for _, p := range k.Params() {
-			if !p.Fixed {
+			if !p.Fixed && !seen[p] {
+				seen[p] = true
 				out["kernel"] += len(p.Data)
 			}
 		}

@@ -247,6 +247,10 @@ func (m *Model) allocate(d, c, n, M int) error {
 func (m *Model) makeKernels(latent int, init KernelInit) error {
 	m.kernels = make([]kernels.Kernel, latent)
 	for c := range m.kernels {
+		if c > 0 && m.Opts.Kernel.Shared {
+			m.kernels[c] = m.kernels[0]
+			continue
+		}
 		k, err := m.makeKernel(fmt.Sprintf("k%d", c), init)
 		if err != nil {
 			return err

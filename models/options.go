@@ -71,6 +71,14 @@ type KernelOptions struct {
 	Name    string
 	Degree  int           // polynomial degree (default 9)
 	Factory KernelFactory `json:"-"`
+	// Shared gives all latent functions one kernel, hyper-parameters
+	// included (GPflow's single kernel with num_latent = C, which the
+	// additive-noise paper's code uses). With shared inducing inputs the
+	// latent functions then share K_ZZ, its Cholesky factor and K_Zx,
+	// computed once per step instead of once per class. Without it (the
+	// default, the noisy-input and SVGP papers' models) each latent
+	// function has its own.
+	Shared bool `json:",omitempty"`
 }
 
 // LikelihoodOptions selects the observation model.

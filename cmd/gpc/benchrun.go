@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
@@ -179,6 +180,11 @@ func newBenchRun(name string, cfg BenchConfig, ds *datasets.Dataset) (*benchRun,
 		Posterior: models.PosteriorOptions{Inducing: cfg.M}, Train: models.TrainOptions{Batch: cfg.B}}
 	// The noise models learn their noise, as in the paper's MNIST runs.
 	o.Inputs.Noise.Learn = true
+	if strings.HasPrefix(cfg.Name, "uci") {
+		// The additive-noise paper's structure: one Z and one kernel
+		// shared by the latent functions (the sizes are the config's).
+		o = models.AppendixD(o)
+	}
 	m, err := models.New(o)
 	if err != nil {
 		return nil, err

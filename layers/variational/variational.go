@@ -256,6 +256,11 @@ type Built struct {
 	lw []*G.Node
 	m  []*G.Node // means, M×1
 	z  []*G.Node
+	// prior[c] is the first latent function with c's kernel and inducing
+	// inputs: latent functions that share both share K_ZZ and its factor,
+	// and at new inputs K_Zx, Lk⁻¹K_Zx and k(x,x), built once.
+	prior  []int
+	logDet []*G.Node // log|K_ZZ| per latent function (unwhitened)
 	// KL is Σ_c KL(q(u_c) ‖ p(u_c)).
 	KL *G.Node
 }
@@ -266,9 +271,24 @@ func (p *Posterior) Build(s *layers.Scope) (*Built, error) {
 	e := &graph.Chain{}
 	var kls G.Nodes
 	for c := 0; c < p.Latent; c++ {
-		z := e.Do(s.Raw(p.Z[c]))
-		kzz := e.Do(kernels.KZZ(p.Kernels[c], s, z, e.Do(s.Node(p.JitterParam))))
-		lk := e.Do(graph.Cholesky(kzz))
+		first := c
+		for c2 := range c {
+			if p.Z[c2] == p.Z[c] && sameKernel(p.Kernels[c2], p.Kernels[c]) {
+				first = c2
+				break
+			}
+		}
+		var z, lk, logDetK *G.Node
+		if first < c {
+			z, lk, logDetK = b.z[first], b.lk[first], b.logDet[first]
+		} else {
+			z = e.Do(s.Raw(p.Z[c]))
+			kzz := e.Do(kernels.KZZ(p.Kernels[c], s, z, e.Do(s.Node(p.JitterParam))))
+			lk = e.Do(graph.Cholesky(kzz))
+			if !p.Whitened {
+				logDetK = e.Do(graph.LogDetChol(lk))
+			}
+		}
 		raw := e.Do(s.Raw(p.LRaw[c]))
 		logDiag := e.Do(graph.Diag(raw))
 		lq := e.Do(G.Add(e.Do(graph.TriMask(raw, true, 0)), e.Do(graph.DiagMatrix(e.Do(G.Exp(logDiag))))))
@@ -280,11 +300,9 @@ func (p *Posterior) Build(s *layers.Scope) (*Built, error) {
 		// ½[−M − log|S| + ‖m‖² + ‖L‖²_F] (whitened); log|S| = 2 Σ log diag L.
 		logDetS := e.Do(G.HadamardProd(e.Do(G.Sum(logDiag)), G.NewConstant(2.0)))
 		mm, ll := m, lq
-		var logDetK *G.Node
 		if !p.Whitened {
 			mm = e.Do(graph.TriSolve(lk, m, true, false))
 			ll = e.Do(graph.TriSolve(lk, lq, true, false))
-			logDetK = e.Do(graph.LogDetChol(lk))
 		}
 		quad := e.Do(G.Add(e.Do(G.Sum(e.Do(G.Square(mm)))), e.Do(G.Sum(e.Do(G.Square(ll))))))
 		kl := e.Do(G.Sub(quad, logDetS))
@@ -297,6 +315,7 @@ func (p *Posterior) Build(s *layers.Scope) (*Built, error) {
 		}
 		kls = append(kls, kl)
 		b.lk, b.lw, b.m, b.z = append(b.lk, lk), append(b.lw, ll), append(b.m, m), append(b.z, z)
+		b.prior, b.logDet = append(b.prior, first), append(b.logDet, logDetK)
 	}
 	kl := kls[0]
 	for _, k := range kls[1:] {
@@ -320,10 +339,17 @@ func (b *Built) ClassMarginals(x *G.Node) (mu, v []*G.Node, err error) {
 	}
 	n := x.Shape()[0]
 	e := &graph.Chain{}
+	kzxs, as, kds := make([]*G.Node, p.Latent), make([]*G.Node, p.Latent), make([]*G.Node, p.Latent)
 	for c := 0; c < p.Latent; c++ {
 		k := p.Kernels[c]
-		kzx := e.Do(k.K(b.s, b.z[c], x))
-		a := e.Do(graph.TriSolve(b.lk[c], kzx, true, false)) // Lk⁻¹ K_Zx
+		if f := b.prior[c]; f < c {
+			kzxs[c], as[c], kds[c] = kzxs[f], as[f], kds[f]
+		} else {
+			kzxs[c] = e.Do(k.K(b.s, b.z[c], x))
+			as[c] = e.Do(graph.TriSolve(b.lk[c], kzxs[c], true, false)) // Lk⁻¹ K_Zx
+			kds[c] = e.Do(kernels.KDiag(k, b.s, x, e.Do(b.s.Node(p.JitterParam))))
+		}
+		kzx, a, kd := kzxs[c], as[c], kds[c]
 		// μ = K_xZ α with α = L⁻ᵀ m (whitened) or K_ZZ⁻¹ m: the same mean as
 		// projᵀ m, but its gradient with respect to x is K's alone, with no
 		// B-column triangular solve (NIMGP_FO differentiates it, and then
@@ -334,7 +360,6 @@ func (b *Built) ClassMarginals(x *G.Node) (mu, v []*G.Node, err error) {
 		}
 		alpha = e.Do(graph.TriSolve(b.lk[c], alpha, true, true))
 		mc := e.Do(graph.Reshape(e.Do(graph.MatMul(kzx, alpha, true, false)), tensor.Shape{n}))
-		kd := e.Do(kernels.KDiag(k, b.s, x, e.Do(b.s.Node(p.JitterParam))))
 		lp := e.Do(graph.TriMul(b.lw[c], a, true, true))
 		vc := e.Do(G.Sub(kd, e.Do(G.Sum(e.Do(G.Square(a)), 0))))
 		vc = e.Do(G.Add(vc, e.Do(G.Sum(e.Do(G.Square(lp)), 0))))
@@ -357,6 +382,14 @@ func (b *Built) Marginals(x *G.Node) (mu, v *G.Node, err error) {
 	}
 	v, err = Stack(vs)
 	return mu, v, err
+}
+
+// sameKernel reports whether two latent functions' kernels are one kernel
+// (the same parameters), which kernels of slice types (a Sum) cannot
+// answer by ==.
+func sameKernel(a, b kernels.Kernel) bool {
+	pa, pb := a.Params(), b.Params()
+	return len(pa) > 0 && len(pa) == len(pb) && pa[0] == pb[0]
 }
 
 // Stack places n-vectors side by side as the columns of an n×len(cols) matrix.
