@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/gpc-dev/gpc/datasets"
-	"github.com/gpc-dev/gpc/solvers"
 	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
+	"github.com/gpc-dev/gpc/solvers"
 )
 
 // twoClass makes CheckGradients build a two-class problem for a likelihood
