@@ -396,3 +396,49 @@ func TestMiniEndToEnd(t *testing.T) {
 		t.Fatalf("rerun: exit %d, %s", code, o.String())
 	}
 }
+
+// A run restricted to some methods keeps each paper value under its own
+// method: results rows lose the dropped methods' values (positions shift),
+// rows naming a method go with it, and the spec itself is not edited.
+func TestMethodFilterKeepsPaperValuesAligned(t *testing.T) {
+	s, err := LoadSpec("rmgpc_t2_uci.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := s.Tables[0].Paper[0].Values
+	if len(s.Methods) != 4 || len(full) != 4 {
+		t.Fatalf("spec changed: %d methods, %d paper values", len(s.Methods), len(full))
+	}
+	rs, err := Resolve(s, Options{Methods: []string{"RMGPC", "RMGPC-SVI"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rs.Tables[0].Paper[0].Values
+	if len(got) != 2 || got[0] != full[0] || got[1] != full[3] {
+		t.Errorf("paper values %q under methods RMGPC, RMGPC-SVI; want %q and %q", got, full[0], full[3])
+	}
+	if len(s.Tables[0].Paper[0].Values) != 4 {
+		t.Error("Resolve edited the spec's own paper rows")
+	}
+	astro, err := LoadSpec("t9_t10_astro.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, err := Resolve(astro, Options{Methods: []string{"NIMGP"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range ra.Tables {
+		for _, r := range tb.Paper {
+			if tb.Kind == "confusion" && r.Method != "NIMGP" {
+				t.Errorf("%s kept the paper row of %s", tb.ID, r.Method)
+			}
+			if tb.Kind == "" && len(r.Values) != 1 {
+				t.Errorf("%s row has %d values for one method", tb.ID, len(r.Values))
+			}
+		}
+	}
+	if ra.Tables[0].Paper[0].Values[0] != astro.Tables[0].Paper[0].Values[1] {
+		t.Errorf("NIMGP's NLL is %q, the spec's %q", ra.Tables[0].Paper[0].Values[0], astro.Tables[0].Paper[0].Values[1])
+	}
+}

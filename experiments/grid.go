@@ -121,13 +121,7 @@ func Resolve(spec *Spec, o Options) (*Spec, error) {
 		if err != nil {
 			return nil, err
 		}
-		var ms []Method
-		for i, m := range s.Methods {
-			if keep[i] {
-				ms = append(ms, m)
-			}
-		}
-		s.Methods = ms
+		s.keepMethods(func(i int, _ Method) bool { return keep[i] })
 	}
 	if len(o.Datasets) > 0 {
 		keep, err := filterNames("data set", o.Datasets, s.Datasets)
@@ -151,6 +145,72 @@ func Resolve(spec *Spec, o Options) (*Spec, error) {
 		s.Budget += fmt.Sprintf(" but at least %d optimiser steps (min_steps)", s.Training.MinSteps)
 	}
 	return &s, nil
+}
+
+// keepMethods restricts the spec's methods to those keep accepts, and the
+// tables with them: a results-like table's paper values are positional over
+// its columns, so each row loses the values of the dropped methods (or a
+// filtered run's report would set, say, SMGPC's published numbers under
+// RMGPC-SVI); rows that name their method are kept or dropped whole. The
+// tables and their rows are copied, never the spec's own edited.
+func (s *Spec) keepMethods(keep func(i int, m Method) bool) {
+	var names []string
+	kept := map[string]bool{}
+	var ms []Method
+	for i, m := range s.Methods {
+		names = append(names, m.Name)
+		if keep(i, m) {
+			ms = append(ms, m)
+			kept[m.Name] = true
+		}
+	}
+	s.Methods = ms
+	tables := make([]Table, len(s.Tables))
+	for ti, tb := range s.Tables {
+		var paper []PaperRow
+		switch tb.Kind {
+		case "", "results", "params", "frontier":
+			cols := tb.Methods
+			if len(cols) == 0 {
+				cols = names
+			}
+			var idx []int
+			var newCols []string
+			for j, m := range cols {
+				if kept[m] {
+					idx, newCols = append(idx, j), append(newCols, m)
+				}
+			}
+			if len(tb.Methods) > 0 {
+				tb.Methods = newCols
+			}
+			for _, r := range tb.Paper {
+				if r.Method != "" {
+					if kept[r.Method] {
+						paper = append(paper, r)
+					}
+					continue
+				}
+				vs := make([]string, 0, len(idx))
+				for _, j := range idx {
+					if j < len(r.Values) {
+						vs = append(vs, r.Values[j])
+					}
+				}
+				r.Values = vs
+				paper = append(paper, r)
+			}
+		default: // rows per method (confusion, instances) or not per method at all
+			for _, r := range tb.Paper {
+				if r.Method == "" || kept[r.Method] {
+					paper = append(paper, r)
+				}
+			}
+		}
+		tb.Paper = paper
+		tables[ti] = tb
+	}
+	s.Tables = tables
 }
 
 // budgetFor resolves a method's effective budget.

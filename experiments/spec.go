@@ -883,7 +883,7 @@ func (s *Spec) applyQuick() error {
 		s.Settings = slices.DeleteFunc(s.Settings, func(st Setting) bool { return !slices.Contains(q.Settings, st.Name) })
 	}
 	if len(q.Methods) > 0 {
-		s.Methods = slices.DeleteFunc(s.Methods, func(m Method) bool { return !slices.Contains(q.Methods, m.Name) })
+		s.keepMethods(func(_ int, m Method) bool { return slices.Contains(q.Methods, m.Name) })
 	}
 	return nil
 }
