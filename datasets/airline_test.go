@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -341,5 +342,128 @@ func TestAirlineExtract(t *testing.T) {
 	}
 	if err := verifyFileMD5(dst, AirlineMD5); err == nil {
 		t.Error("the sample verified against the real file's md5")
+	}
+}
+
+// threeClassSample is hand-made flights whose delays sit on and around
+// the ±AirlineOnTime boundaries, with the class each should get.
+const threeClassSample = `date,delay,distance,origin,destination
+01010600,-10,300,AAA,BBB
+01010610,-5.5,300,AAA,BBB
+01010620,-5,300,AAA,BBB
+01010630,-4,300,AAA,BBB
+01010640,0,300,AAA,BBB
+01010650,3,300,AAA,BBB
+01010700,5,300,AAA,BBB
+01010710,5.5,300,AAA,BBB
+01010720,6,300,AAA,BBB
+01010730,12,300,AAA,BBB
+`
+
+// The classes of threeClassSample's rows: early below −5, on time from −5
+// to 5 with both boundaries included ("more than 5 minutes" early or
+// late), delayed above 5; and the binary labels of the same rows.
+var (
+	threeClassWant = []int{0, 0, 1, 1, 1, 1, 1, 2, 2, 2}
+	binaryWant     = []int{0, 0, 0, 0, 0, 1, 1, 1, 1, 1}
+)
+
+func TestAirlineThreeClassLabels(t *testing.T) {
+	lines := strings.Split(strings.TrimSpace(threeClassSample), "\n")[1:]
+	parse3 := AirlineThreeClass.Parser()
+	for i, rec := range lines {
+		fields := strings.Split(rec, ",")
+		x3, y3, err := parse3(i+2, fields)
+		if err != nil {
+			t.Fatalf("%s: %v", rec, err)
+		}
+		x2, y2, err := ParseVegaFlight(i+2, fields)
+		if err != nil {
+			t.Fatalf("%s: %v", rec, err)
+		}
+		if y3 != threeClassWant[i] {
+			t.Errorf("%s: three-class label %d, want %d", rec, y3, threeClassWant[i])
+		}
+		if y2 != binaryWant[i] {
+			t.Errorf("%s: ParseVegaFlight label %d, want %d (delay > 0)", rec, y2, binaryWant[i])
+		}
+		if _, yb, _ := AirlineDelayed.Parser()(i+2, fields); yb != y2 {
+			t.Errorf("%s: AirlineDelayed's parser gives %d, ParseVegaFlight %d", rec, yb, y2)
+		}
+		if [4]float64(x3) != [4]float64(x2) {
+			t.Errorf("%s: the labelling changed the features: %v vs %v", rec, x3, x2)
+		}
+	}
+	// The parser's errors are ParseVegaFlight's.
+	if _, _, err := parse3(9, strings.Split("01010600,abc,300,AAA,BBB", ",")); err == nil || !strings.Contains(err.Error(), AirlineFile+`:9:2: delay "abc" is not a number`) {
+		t.Errorf("bad delay: %v", err)
+	}
+	if AirlineDelayed.Classes() != 2 || AirlineThreeClass.Classes() != 3 || AirlineLabels(7).Classes() != 0 {
+		t.Error("Classes")
+	}
+	if got := AirlineDelayed.String(); got != "delay > 0" {
+		t.Errorf("the binary labelling reads %q; the airline results' notes say %q", got, "delay > 0")
+	}
+}
+
+// The three-class store is a file of its own beside the binary one, built
+// once, with the three-class labels; the binary store and its name are
+// unchanged by it.
+func TestOpenAirlineThreeClass(t *testing.T) {
+	dir, csvPath := airlineDataDir(t, threeClassSample)
+	builds := airlineBuilds.Load()
+	read := func(rs *RowStore) []int {
+		t.Helper()
+		idx := make([]int, rs.N())
+		for i := range idx {
+			idx[i] = i
+		}
+		ds, err := rs.Sample(idx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds.Y
+	}
+	rs3, _, err := OpenAirlineLabels(dir, 5, 0.25, AirlineThreeClass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(filepath.Dir(csvPath), "flights-3m.c3.s5.t0.25.rows"); rs3.Path() != want {
+		t.Errorf("three-class cache at %s, want %s", rs3.Path(), want)
+	}
+	if rs3.C() != 3 || !slices.Equal(read(rs3), threeClassWant) {
+		t.Errorf("three-class store: C = %d, labels %v; want 3, %v", rs3.C(), read(rs3), threeClassWant)
+	}
+	rs3.Close()
+	rs2, _, err := OpenAirline(dir, 5, 0.25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(filepath.Dir(csvPath), "flights-3m.s5.t0.25.rows"); rs2.Path() != want {
+		t.Errorf("binary cache at %s, want %s", rs2.Path(), want)
+	}
+	if rs2.C() != 2 || !slices.Equal(read(rs2), binaryWant) {
+		t.Errorf("binary store: C = %d, labels %v; want 2, %v", rs2.C(), read(rs2), binaryWant)
+	}
+	rs2.Close()
+	if got := airlineBuilds.Load() - builds; got != 2 {
+		t.Errorf("%d builds for two labellings, want 2", got)
+	}
+	// Each is reused, not rebuilt from the other's file.
+	for _, l := range []AirlineLabels{AirlineThreeClass, AirlineDelayed} {
+		rs, _, err := OpenAirlineLabels(dir, 5, 0.25, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs.C() != l.Classes() {
+			t.Errorf("%v: reopened store has C = %d", l, rs.C())
+		}
+		rs.Close()
+	}
+	if got := airlineBuilds.Load() - builds; got != 2 {
+		t.Errorf("%d builds after reopening both, want still 2", got)
+	}
+	if _, _, err := OpenAirlineLabels(dir, 5, 0.25, AirlineLabels(7)); err == nil || !strings.Contains(err.Error(), "unknown labelling") {
+		t.Errorf("unknown labelling: %v", err)
 	}
 }

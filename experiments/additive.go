@@ -45,12 +45,16 @@ import (
 //
 // Family liu_toy draws Figure 2 (see liuToyRun) and family liu_delta
 // Figure 4, fixed against learned δ (see liuDeltaRun); their figures are
-// liu_fig2 and liu_fig4 (additive_figures.go).
+// liu_fig2 and liu_fig4 (additive_figures.go). Figure 3, the airline
+// curves, runs in the SVGP paper's airline family, which holds the
+// streaming path and the stand-in data (svgplarge.go: data set
+// airline-3class, setting appendix-d); its figure liu_fig3 is registered
+// here with the paper's others.
 func init() {
 	p := Paper{
 		Name:     "Additive-noise GPC (paper 004)",
 		Families: map[string]RunFunc{"liu_uci": liuRun, "liu_toy": liuToyRun, "liu_delta": liuDeltaRun},
-		Figures:  map[string]FigureFunc{"liu_fig2": liuToyFigure, "liu_fig4": liuDeltaFigure},
+		Figures:  map[string]FigureFunc{"liu_fig2": liuToyFigure, "liu_fig3": liuAirlineFigure, "liu_fig4": liuDeltaFigure},
 		Validate: func(s *Spec) error {
 			switch s.Family {
 			case "liu_toy":
