@@ -399,7 +399,7 @@ func liuToyRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := liuToySurface(m, train, window, liuToyGrid)
+	s, err := predictSurface(m, train.C, window, liuToyGrid)
 	if err != nil {
 		return nil, err
 	}
@@ -501,44 +501,6 @@ func liuToyKernel(name string, d int, init models.KernelInit) kernels.Kernel {
 		panic(err) // ν = 1.5 is supported
 	}
 	return k
-}
-
-// liuToySurface predicts m on a g × g grid over window.
-func liuToySurface(m *models.Model, train *datasets.Dataset, window [4]float64, g int) (*Surface, error) {
-	s := &Surface{X1: make([]float64, g), X2: make([]float64, g)}
-	for i := range g {
-		t := float64(i) / float64(g-1)
-		s.X1[i] = window[0] + (window[1]-window[0])*t
-		s.X2[i] = window[2] + (window[3]-window[2])*t
-	}
-	x := make([]float64, 0, 2*g*g)
-	for _, b := range s.X2 {
-		for _, a := range s.X1 {
-			x = append(x, a, b)
-		}
-	}
-	p, err := m.Predict(x, g*g, nil)
-	if err != nil {
-		return nil, err
-	}
-	c := train.C
-	if c == 2 {
-		s.P = make([]float64, g*g)
-		for i := range s.P {
-			s.P[i] = p[2*i+1]
-		}
-	} else {
-		s.P = make([]float64, c*g*g)
-		for i := range g * g {
-			for k := range c {
-				s.P[k*g*g+i] = p[i*c+k]
-			}
-		}
-	}
-	if z := m.InducingInputs(); len(z) > 0 {
-		s.Z = z[0]
-	}
-	return s, nil
 }
 
 // validateLiuToy checks liu_toy's data sets, settings and methods.

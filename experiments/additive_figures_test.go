@@ -366,24 +366,8 @@ func TestLiuDeltaFigureFindings(t *testing.T) {
 // three probability grids summing to one, the trained Z, and the findings
 // note; the figure and its findings are drawn from them.
 func TestLiuToyRunEndToEnd(t *testing.T) {
-	s, err := ParseSpec("mini.yaml", []byte(liuToyMini))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := Resolve(s, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	sum, err := Execute(context.Background(), rs, dir, RunConfig{Workers: 2})
-	if err != nil || sum.Failed != 0 {
-		t.Fatalf("%+v: %v", sum, err)
-	}
-	st, err := openStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range st.results() {
+	dir, results := runMini(t, liuToyMini, "")
+	for _, r := range results {
 		sf := r.Surface
 		if r.NTrain != 400 || r.NTest != 400 || sf == nil || len(sf.P) != 3*liuToyGrid*liuToyGrid || len(sf.Z) != 16 {
 			t.Fatalf("%s: n %d/%d, surface %v", r.Method, r.NTrain, r.NTest, sf != nil)
@@ -413,47 +397,12 @@ func TestLiuToyRunEndToEnd(t *testing.T) {
 	}
 }
 
-// writeAdultTest writes a fixture adult_test_R.dat of n rows whose label is
-// the sign of the first input (with a few flipped), into a new data
-// directory.
-func writeAdultTest(t *testing.T, n int) string {
+// runMini runs a spec given as YAML text at its full budget on two workers
+// into a new directory, failing the test on any failed run, and returns the
+// directory and the results.
+func runMini(t *testing.T, spec, dataDir string) (string, []Result) {
 	t.Helper()
-	dir := t.TempDir()
-	p := filepath.Join(dir, "uci-delgado", "adult", "adult_test_R.dat")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	var b strings.Builder
-	for j := 1; j <= 14; j++ {
-		fmt.Fprintf(&b, "\tf%d", j)
-	}
-	b.WriteString("\tclase\n")
-	for i := range n {
-		fmt.Fprintf(&b, "%d", i+1)
-		x0 := rng.NormFloat64()
-		fmt.Fprintf(&b, "\t%.6f", x0)
-		for range 13 {
-			fmt.Fprintf(&b, "\t%.6f", rng.NormFloat64())
-		}
-		y := 0
-		if x0 > 0 != (rng.Float64() < 0.05) {
-			y = 1
-		}
-		fmt.Fprintf(&b, "\t%d\n", y)
-	}
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// A short liu_delta run on a fixture adult-test: every run has a curve up
-// to its last step; δ stays at 1e-3 when fixed and moves when learned;
-// GPCsm, without δ, is one run under both settings.
-func TestLiuDeltaRunEndToEnd(t *testing.T) {
-	dataDir := writeAdultTest(t, 300)
-	s, err := ParseSpec("mini.yaml", []byte(liuDeltaMini))
+	s, err := ParseSpec("mini.yaml", []byte(spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,8 +419,63 @@ func TestLiuDeltaRunEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, st.results()
+}
+
+// writeAdultTest writes a fixture adult_test_R.dat of n rows whose label is
+// the sign of the first input (with a few flipped), into a new data
+// directory.
+func writeAdultTest(t *testing.T, n int) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(5, 6))
+	return writeDelgado(t, "adult", "adult_test_R.dat", 14, n, func(_ int, b *strings.Builder) int {
+		x0 := rng.NormFloat64()
+		fmt.Fprintf(b, "\t%.6f", x0)
+		for range 13 {
+			fmt.Fprintf(b, "\t%.6f", rng.NormFloat64())
+		}
+		if x0 > 0 != (rng.Float64() < 0.05) {
+			return 1
+		}
+		return 0
+	})
+}
+
+// writeDelgado writes a fixture Fernández-Delgado file (a header of d
+// feature names and "clase", then rows numbered from 1 as in the real
+// files) into <new data directory>/uci-delgado/set/file and returns the
+// data directory. row writes row i's tab-led features and returns its label.
+func writeDelgado(t *testing.T, set, file string, d, n int, row func(i int, b *strings.Builder) int) string {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "uci-delgado", set, file)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for j := 1; j <= d; j++ {
+		fmt.Fprintf(&b, "\tf%d", j)
+	}
+	b.WriteString("\tclase\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%d", i)
+		y := row(i, &b)
+		fmt.Fprintf(&b, "\t%d\n", y)
+	}
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A short liu_delta run on a fixture adult-test: every run has a curve up
+// to its last step; δ stays at 1e-3 when fixed and moves when learned;
+// GPCsm, without δ, is one run under both settings.
+func TestLiuDeltaRunEndToEnd(t *testing.T) {
+	dataDir := writeAdultTest(t, 300)
+	dir, results := runMini(t, liuDeltaMini, dataDir)
 	got := map[string]Result{}
-	for _, r := range st.results() {
+	for _, r := range results {
 		got[r.Setting+"/"+r.Method] = r
 		// 240 rows in batches of 64: epochs of 4 steps, the last cut to 2;
 		// the curve is sampled at epoch ends.

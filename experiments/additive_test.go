@@ -69,32 +69,17 @@ func TestLiuQuickBinaryTwonorm(t *testing.T) {
 // the RBF kernel at its Appendix D length-scale is not flat).
 func writeSortedMagic(t *testing.T, n int) string {
 	t.Helper()
-	dir := t.TempDir()
-	p := filepath.Join(dir, "uci-delgado", "magic", "magic_R.dat")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	for j := 1; j <= 10; j++ {
-		fmt.Fprintf(&b, "\tf%d", j)
-	}
-	b.WriteString("\tclase\n")
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "%d", i)
+	return writeDelgado(t, "magic", "magic_R.dat", 10, n, func(i int, b *strings.Builder) int {
 		for j := range 10 {
 			v := 0
 			if j < 2 {
 				v = rng.IntN(2)
 			}
-			fmt.Fprintf(&b, "\t%d", v)
+			fmt.Fprintf(b, "\t%d", v)
 		}
-		fmt.Fprintf(&b, "\t%d\n", min(1, 2*(i-1)/n))
-	}
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+		return min(1, 2*(i-1)/n)
+	})
 }
 
 const liuMini = `name: liu-mini

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/models"
 )
 
 // Result is one finished run, one line of results.jsonl. Optional fields
@@ -124,6 +125,45 @@ type Surface struct {
 	X2 []float64 `json:"x2"`
 	P  []float64 `json:"p"`
 	Z  []float64 `json:"z"` // inducing inputs, M×2
+}
+
+// predictSurface predicts m, a model of c classes, on a g × g grid over
+// window (x1 from window[0] to window[1], x2 from window[2] to window[3]),
+// with its inducing inputs.
+func predictSurface(m *models.Model, c int, window [4]float64, g int) (*Surface, error) {
+	s := &Surface{X1: make([]float64, g), X2: make([]float64, g)}
+	for i := range g {
+		t := float64(i) / float64(g-1)
+		s.X1[i] = window[0] + (window[1]-window[0])*t
+		s.X2[i] = window[2] + (window[3]-window[2])*t
+	}
+	x := make([]float64, 0, 2*g*g)
+	for _, b := range s.X2 {
+		for _, a := range s.X1 {
+			x = append(x, a, b)
+		}
+	}
+	p, err := m.Predict(x, g*g, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c == 2 {
+		s.P = make([]float64, g*g)
+		for i := range s.P {
+			s.P[i] = p[2*i+1]
+		}
+	} else {
+		s.P = make([]float64, c*g*g)
+		for i := range g * g {
+			for k := range c {
+				s.P[k*g*g+i] = p[i*c+k]
+			}
+		}
+	}
+	if z := m.InducingInputs(); len(z) > 0 {
+		s.Z = z[0]
+	}
+	return s, nil
 }
 
 // Curve is a 1-D prediction curve: P[c][i] = p(y=c | X[i]).

@@ -86,28 +86,10 @@ func bananaRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	if err != nil || r.Split != 0 {
 		return res, err
 	}
-	const g = 50
-	s := &Surface{X1: make([]float64, g), X2: make([]float64, g)}
-	for i := 0; i < g; i++ {
-		s.X1[i] = -3.25 + 6.9*float64(i)/(g-1)
-		s.X2[i] = -2.85 + 6.25*float64(i)/(g-1)
-	}
-	x := make([]float64, 0, 2*g*g)
-	for _, b := range s.X2 {
-		for _, a := range s.X1 {
-			x = append(x, a, b)
-		}
-	}
-	p, err := m.Predict(x, g*g, nil)
+	// The window of the paper's Figure 1 panels.
+	s, err := predictSurface(m, 2, [4]float64{-3.25, 3.65, -2.85, 3.4}, 50)
 	if err != nil {
 		return nil, err
-	}
-	s.P = make([]float64, g*g)
-	for i := range s.P {
-		s.P[i] = p[2*i+1]
-	}
-	if z := m.InducingInputs(); len(z) > 0 {
-		s.Z = z[0]
 	}
 	res.Surface = s
 	return res, nil

@@ -109,58 +109,58 @@ func (op choleskyOp) SymDiff(in G.Nodes, L, g *G.Node) (G.Nodes, error) {
 	return G.Nodes{a}, err
 }
 
-// ---- triangular solve ---------------------------------------------------------
+// ---- triangular solve and product ----------------------------------------------
 
-type triSolveOp struct {
+// triOp is what TriSolve and TriMul share: op(T), T lower- or
+// upper-triangular and op(T) = Tᵀ if trans, applied to an n-vector or n×k
+// matrix B in a copy of B.
+type triOp struct {
 	pureOp
 	lower, trans bool
 	n, k         int
 	vec          bool
 }
 
-// TriSolve returns X solving op(T) X = B, where T is lower- (lower) or
-// upper-triangular, op(T) = Tᵀ if trans, and B is an n-vector or n×k matrix.
-// Only T's triangle is read, and the gradient with respect to T is confined to it.
-func TriSolve(t, b *G.Node, lower, trans bool) (*G.Node, error) {
-	n, err := squareOf(t, "TriSolve")
+func newTriOp(name string, t, b *G.Node, lower, trans bool) (triOp, error) {
+	n, err := squareOf(t, name)
 	if err != nil {
-		return nil, err
+		return triOp{}, err
 	}
 	s := b.Shape()
-	op := triSolveOp{lower: lower, trans: trans, n: n}
+	op := triOp{lower: lower, trans: trans, n: n}
 	switch {
 	case len(s) == 1 && s[0] == n:
 		op.vec, op.k = true, 1
 	case len(s) == 2 && s[0] == n:
 		op.k = s[1]
 	default:
-		return nil, fmt.Errorf("graph.TriSolve: right-hand side of shape %v does not match %d×%d", s, n, n)
+		return triOp{}, fmt.Errorf("graph.%s: right-hand side of shape %v does not match %d×%d", name, s, n, n)
 	}
-	return applyOp(op, t, b)
+	return op, nil
 }
 
-func (op triSolveOp) Arity() int { return 2 }
-func (op triSolveOp) Type() hm.Type {
+func (op triOp) Arity() int { return 2 }
+func (op triOp) Type() hm.Type {
 	if op.vec {
 		return fnType(1, 2, 1)
 	}
 	return fnType(2, 2, 2)
 }
-func (op triSolveOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.shape(), nil }
-func (op triSolveOp) shape() tensor.Shape {
+func (op triOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.shape(), nil }
+func (op triOp) shape() tensor.Shape {
 	if op.vec {
 		return tensor.Shape{op.n}
 	}
 	return tensor.Shape{op.n, op.k}
 }
-func (op triSolveOp) String() string {
-	return fmt.Sprintf("TriSolve(lower=%v,trans=%v,%d,%d,%v)", op.lower, op.trans, op.n, op.k, op.vec)
+func (op triOp) label(name string) string {
+	return fmt.Sprintf("%s(lower=%v,trans=%v,%d,%d,%v)", name, op.lower, op.trans, op.n, op.k, op.vec)
 }
-func (op triSolveOp) WriteHash(h hash.Hash) { writeHash(h, op) }
-func (op triSolveOp) Hashcode() uint32      { return hashOf(op) }
-func (op triSolveOp) DiffWRT(int) []bool    { return []bool{true, true} }
+func (op triOp) DiffWRT(int) []bool { return []bool{true, true} }
 
-func (op triSolveOp) Do(vs ...G.Value) (G.Value, error) {
+// apply copies B (vs[1]) into the op's output buffer and runs routine
+// (blas64.Trsm or blas64.Trmm, left side) on it with T (vs[0]).
+func (op triOp) apply(vs []G.Value, routine func(blas.Side, blas.Transpose, float64, blas64.Triangular, blas64.General)) (G.Value, error) {
 	t, err := Float64s(vs[0])
 	if err != nil {
 		return nil, err
@@ -178,11 +178,30 @@ func (op triSolveOp) Do(vs ...G.Value) (G.Value, error) {
 	if op.trans {
 		tr = blas.Trans
 	}
-	blas64.Trsm(blas.Left, tr, 1,
+	routine(blas.Left, tr, 1,
 		blas64.Triangular{Uplo: uplo, Diag: blas.NonUnit, N: op.n, Stride: op.n, Data: t},
 		blas64.General{Rows: op.n, Cols: op.k, Stride: op.k, Data: x})
 	return op.buf.owned(op.shape(), x), nil
 }
+
+type triSolveOp struct{ triOp }
+
+// TriSolve returns X solving op(T) X = B, where T is lower- (lower) or
+// upper-triangular, op(T) = Tᵀ if trans, and B is an n-vector or n×k matrix.
+// Only T's triangle is read, and the gradient with respect to T is confined to it.
+func TriSolve(t, b *G.Node, lower, trans bool) (*G.Node, error) {
+	op, err := newTriOp("TriSolve", t, b, lower, trans)
+	if err != nil {
+		return nil, err
+	}
+	return applyOp(triSolveOp{op}, t, b)
+}
+
+func (op triSolveOp) String() string        { return op.label("TriSolve") }
+func (op triSolveOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op triSolveOp) Hashcode() uint32      { return hashOf(op) }
+
+func (op triSolveOp) Do(vs ...G.Value) (G.Value, error) { return op.apply(vs, blas64.Trsm) }
 
 // SymDiff: with A = op(T), B̄ = A⁻ᵀ X̄ and Ā = −B̄ Xᵀ, restricted to T's triangle.
 func (op triSolveOp) SymDiff(in G.Nodes, x, g *G.Node) (G.Nodes, error) {
@@ -205,81 +224,27 @@ func (op triSolveOp) SymDiff(in G.Nodes, x, g *G.Node) (G.Nodes, error) {
 	return G.Nodes{gt, gb}, nil
 }
 
-// ---- triangular product -------------------------------------------------------
-
-type triMulOp struct {
-	pureOp
-	lower, trans bool
-	n, k         int
-	vec          bool
-}
+type triMulOp struct{ triOp }
 
 // TriMul returns op(T)·B, where T is lower- (lower) or upper-triangular,
 // op(T) = Tᵀ if trans, and B is an n-vector or n×k matrix. Only T's
 // triangle is read, and the gradient with respect to T is confined to it.
 // It costs half of MatMul on the same shapes.
 func TriMul(t, b *G.Node, lower, trans bool) (*G.Node, error) {
-	n, err := squareOf(t, "TriMul")
+	op, err := newTriOp("TriMul", t, b, lower, trans)
 	if err != nil {
 		return nil, err
 	}
-	s := b.Shape()
-	op := triMulOp{lower: lower, trans: trans, n: n}
-	switch {
-	case len(s) == 1 && s[0] == n:
-		op.vec, op.k = true, 1
-	case len(s) == 2 && s[0] == n:
-		op.k = s[1]
-	default:
-		return nil, fmt.Errorf("graph.TriMul: right-hand side of shape %v does not match %d×%d", s, n, n)
-	}
-	return applyOp(op, t, b)
+	return applyOp(triMulOp{op}, t, b)
 }
 
-func (op triMulOp) Arity() int { return 2 }
-func (op triMulOp) Type() hm.Type {
-	if op.vec {
-		return fnType(1, 2, 1)
-	}
-	return fnType(2, 2, 2)
-}
-func (op triMulOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.shape(), nil }
-func (op triMulOp) shape() tensor.Shape {
-	if op.vec {
-		return tensor.Shape{op.n}
-	}
-	return tensor.Shape{op.n, op.k}
-}
-func (op triMulOp) String() string {
-	return fmt.Sprintf("TriMul(lower=%v,trans=%v,%d,%d,%v)", op.lower, op.trans, op.n, op.k, op.vec)
-}
+func (op triMulOp) String() string        { return op.label("TriMul") }
 func (op triMulOp) WriteHash(h hash.Hash) { writeHash(h, op) }
 func (op triMulOp) Hashcode() uint32      { return hashOf(op) }
-func (op triMulOp) DiffWRT(int) []bool    { return []bool{true, true} }
 
 func (op triMulOp) Do(vs ...G.Value) (G.Value, error) {
-	t, err := Float64s(vs[0])
-	if err != nil {
-		return nil, err
-	}
-	b, err := Float64s(vs[1])
-	if err != nil {
-		return nil, err
-	}
-	x := op.buf.take(len(b))
-	copy(x, b)
-	uplo, tr := blas.Upper, blas.NoTrans
-	if op.lower {
-		uplo = blas.Lower
-	}
-	if op.trans {
-		tr = blas.Trans
-	}
 	multiplyAdds.Add(int64(op.n) * int64(op.n+1) / 2 * int64(op.k))
-	blas64.Trmm(blas.Left, tr, 1,
-		blas64.Triangular{Uplo: uplo, Diag: blas.NonUnit, N: op.n, Stride: op.n, Data: t},
-		blas64.General{Rows: op.n, Cols: op.k, Stride: op.k, Data: x})
-	return op.buf.owned(op.shape(), x), nil
+	return op.apply(vs, blas64.Trmm)
 }
 
 // SymDiff: with Y = op(T) B, B̄ = op(T)ᵀ Ȳ and T̄ = tri(Ȳ Bᵀ), or tri(B Ȳᵀ)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -197,29 +196,9 @@ func TestGPCAdditiveSaveLoadBinary(t *testing.T) {
 	if err := m.Fit(context.Background(), train, FitConfig{Warnings: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "gpc2.json")
-	if err := m.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	l, err := Load(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := saveLoad(t, m, test)
 	if l.Name() != "gpc2" || l.Opts.Likelihood.Delta != 0.01 || !l.Opts.Likelihood.FixDelta {
 		t.Errorf("loaded %s with likelihood options %+v", l.Name(), l.Opts.Likelihood)
-	}
-	p1, err := m.Predict(test.X, test.N, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p2, err := l.Predict(test.X, test.N, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range p1 {
-		if math.Abs(p1[i]-p2[i]) > 1e-12 {
-			t.Fatalf("prediction %d: %v before saving, %v after loading", i, p1[i], p2[i])
-		}
 	}
 }
 
@@ -268,29 +247,8 @@ func TestSharedKernel(t *testing.T) {
 	if err := m.Fit(context.Background(), train, FitConfig{Warnings: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "shared.json")
-	if err := m.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	l, err := Load(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1, err := m.Predict(test.X, test.N, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p2, err := l.Predict(test.X, test.N, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !l.Opts.Kernel.Shared {
+	if l := saveLoad(t, m, test); !l.Opts.Kernel.Shared {
 		t.Error("the loaded model lost Kernel.Shared")
-	}
-	for i := range p1 {
-		if math.Abs(p1[i]-p2[i]) > 1e-12 {
-			t.Fatalf("prediction %d: %v before saving, %v after loading", i, p1[i], p2[i])
-		}
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpc-dev/gpc/datasets"
 )
 
 func TestSaveLoadRoundTrip(t *testing.T) {
@@ -28,30 +30,38 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 				if err := m.Fit(context.Background(), train, FitConfig{}); err != nil {
 					t.Fatal(err)
 				}
-				path := filepath.Join(t.TempDir(), "m.json")
-				if err := m.Save(path); err != nil {
-					t.Fatal(err)
-				}
-				l, err := Load(path, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p1, err := m.Predict(test.X, test.N, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p2, err := l.Predict(test.X, test.N, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i := range p1 {
-					if math.Abs(p1[i]-p2[i]) > 1e-12 {
-						t.Fatalf("prediction %d: %v before saving, %v after loading", i, p1[i], p2[i])
-					}
-				}
+				saveLoad(t, m, test)
 			})
 		}
 	}
+}
+
+// saveLoad saves m, loads it back and requires the loaded model to predict
+// test as m does (to 1e-12); it returns the loaded model.
+func saveLoad(t *testing.T, m *Model, test *datasets.Dataset) *Model {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.json")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := m.Predict(test.X, test.N, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := l.Predict(test.X, test.N, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p1 {
+		if math.Abs(p1[i]-p2[i]) > 1e-12 {
+			t.Fatalf("prediction %d: %v before saving, %v after loading", i, p1[i], p2[i])
+		}
+	}
+	return l
 }
 
 func TestLoadRejectsBadFiles(t *testing.T) {

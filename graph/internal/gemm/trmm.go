@@ -13,16 +13,12 @@ import (
 // half a general product at the general product's rate. Right-side
 // products are left to gonum.
 func (impl Implementation) Dtrmm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
-	if KernelName == "go" || s != blas.Left || m <= trsmBlock || m*m*n < 2*smallMin ||
-		(ul != blas.Upper && ul != blas.Lower) || (tA != blas.NoTrans && tA != blas.Trans && tA != blas.ConjTrans) ||
-		(d != blas.Unit && d != blas.NonUnit) || n < 0 || lda < max(1, m) || ldb < max(1, n) ||
-		len(a) < lda*(m-1)+m || len(b) < ldb*(m-1)+n {
+	if !blockedLeft(s, ul, tA, d, m, n, lda, ldb, len(a), len(b)) {
 		impl.Implementation.Dtrmm(s, ul, tA, d, m, n, alpha, a, lda, b, ldb)
 		return
 	}
 	trans := tA != blas.NoTrans
-	if workers := runtime.GOMAXPROCS(0); workers > 1 && n >= 2*nr && m*m*n >= 2*parallelMin {
-		n1 := roundUp(n/2, nr)
+	if n1, ok := columnSplit(m, n); ok {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

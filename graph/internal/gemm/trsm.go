@@ -16,10 +16,7 @@ const trsmBlock = 16
 // gonum's own Dtrsm runs at its axpy speed, 1–2 G multiply-adds/s, and was
 // a fifth of the MNIST step. Right-side solves are left to gonum.
 func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
-	if KernelName == "go" || s != blas.Left || m <= trsmBlock || m*m*n < 2*smallMin ||
-		(ul != blas.Upper && ul != blas.Lower) || (tA != blas.NoTrans && tA != blas.Trans && tA != blas.ConjTrans) ||
-		(d != blas.Unit && d != blas.NonUnit) || n < 0 || lda < max(1, m) || ldb < max(1, n) ||
-		len(a) < lda*(m-1)+m || len(b) < ldb*(m-1)+n {
+	if !blockedLeft(s, ul, tA, d, m, n, lda, ldb, len(a), len(b)) {
 		impl.Implementation.Dtrsm(s, ul, tA, d, m, n, alpha, a, lda, b, ldb)
 		return
 	}
@@ -32,10 +29,7 @@ func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 		}
 	}
 	trans := tA != blas.NoTrans
-	// The columns of B are independent solves: split them across cores.
-	// Each half's updates are products too small to split again.
-	if workers := runtime.GOMAXPROCS(0); workers > 1 && n >= 2*nr && m*m*n >= 2*parallelMin {
-		n1 := roundUp(n/2, nr)
+	if n1, ok := columnSplit(m, n); ok {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -46,6 +40,30 @@ func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 		return
 	}
 	impl.trsm(runtime.GOMAXPROCS(0), ul, trans, d, m, n, a, lda, b, ldb)
+}
+
+// blockedLeft reports whether a left-side triangular routine of these
+// arguments goes to this package's blocked code: the assembly kernel runs,
+// the triangle is larger than a leaf and the work worth packing, and the
+// arguments are valid (invalid ones go to gonum for its standard panics).
+func blockedLeft(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n, lda, ldb, la, lb int) bool {
+	return KernelName != "go" && s == blas.Left && m > trsmBlock && m*m*n >= 2*smallMin &&
+		(ul == blas.Upper || ul == blas.Lower) && (tA == blas.NoTrans || tA == blas.Trans || tA == blas.ConjTrans) &&
+		(d == blas.Unit || d == blas.NonUnit) && n >= 0 && lda >= max(1, m) && ldb >= max(1, n) &&
+		la >= lda*(m-1)+m && lb >= ldb*(m-1)+n
+}
+
+// columnSplit says whether a left-side triangular routine on an m×n
+// right-hand side splits its columns, independent problems, in two halves
+// across cores (each half's updates are products too small to split again),
+// and where: the first n1 columns, a whole number of micro-kernel columns.
+// The callers start the goroutine themselves: a closure handed to a shared
+// helper would escape and cost an allocation on the serial path too.
+func columnSplit(m, n int) (n1 int, ok bool) {
+	if runtime.GOMAXPROCS(0) > 1 && n >= 2*nr && m*m*n >= 2*parallelMin {
+		return roundUp(n/2, nr), true
+	}
+	return 0, false
 }
 
 // trsm solves op(T)·X = B in place by recursive halving: solve the first
