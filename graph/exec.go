@@ -24,6 +24,10 @@ var useTape = os.Getenv("GPC_EXECUTOR") == "tape"
 type flat struct {
 	steps []flatStep
 	index map[*G.Node]int
+	// held marks the steps that hold (see hold): once a run has computed
+	// them (ready), later runs keep their outputs.
+	held  []bool
+	ready bool
 }
 
 type flatStep struct {
@@ -76,6 +80,9 @@ func newFlat(g *G.ExprGraph) (*flat, error) {
 func (f *flat) run() error {
 	for i := range f.steps {
 		st := &f.steps[i]
+		if f.ready && f.held[i] {
+			continue
+		}
 		if st.leaf {
 			if v := st.node.Value(); v != nil {
 				st.out = v
@@ -117,7 +124,34 @@ func (f *flat) run() error {
 		}
 		st.out = v
 	}
+	if f.held != nil {
+		f.ready = true
+	}
 	return nil
+}
+
+// hold makes every op step that does not depend on a varying node keep
+// its output from the next run on, and release (varying nil) undoes it.
+// Leaves are never held: they only read their bound values. An output
+// held this way stays valid because every step writes into its own buffer
+// only (an op handed an argument's memory as destination runs unbuffered;
+// see aliases).
+func (f *flat) hold(varying map[*G.Node]bool) {
+	f.ready = false
+	if varying == nil {
+		f.held = nil
+		return
+	}
+	moves := make([]bool, len(f.steps))
+	f.held = make([]bool, len(f.steps))
+	for i := range f.steps {
+		st := &f.steps[i]
+		moves[i] = varying[st.node]
+		for _, j := range st.in {
+			moves[i] = moves[i] || moves[j]
+		}
+		f.held[i] = !st.leaf && !moves[i]
+	}
 }
 
 // value returns a node's output from the last run.

@@ -98,6 +98,33 @@ func (p *Program) Run() (err error) {
 	return nil
 }
 
+// Hold tells the program that from now on only the given input nodes change
+// between runs: every op that depends on none of them is computed by the
+// next run and then kept. Repeated runs over one fixed set of parameters
+// (prediction by many draws of the inputs, say) then skip the work on the
+// parameters alone, such as the Cholesky factors of K_ZZ. Changing any other
+// input while held leaves stale values; Release ends it. Under the tape
+// machine (GPC_EXECUTOR=tape) Hold does nothing.
+func (p *Program) Hold(varying ...*G.Node) {
+	if p.f == nil {
+		return
+	}
+	v := make(map[*G.Node]bool, len(varying))
+	for _, n := range varying {
+		if n != nil {
+			v[n] = true
+		}
+	}
+	p.f.hold(v)
+}
+
+// Release ends Hold: every run computes every op again.
+func (p *Program) Release() {
+	if p.f != nil {
+		p.f.hold(nil)
+	}
+}
+
 // Value returns the value an output took in the last run (owned by the
 // program; copy it if it must outlive the next run).
 func (p *Program) Value(n *G.Node) (G.Value, error) {

@@ -206,7 +206,6 @@ const (
 	invSqrt2Pi = 0.39894228040143267794 // 1/√(2π)
 	logSqrt2Pi = 0.91893853320467274178 // log √(2π)
 	tailCut    = -5.0                   // at and below this, the continued fraction is used
-	millsTerms = 60                     // twice what full precision needs at x = tailCut
 )
 
 // normPDF is φ(x). x² is split as hi² + lo(x + hi) with hi² exact, because
@@ -224,12 +223,40 @@ func normPDF(x float64) float64 {
 // continued fraction gives the Mills ratio (1 − Φ(t))/φ(t) = 1/(t + v), so at
 // x = −t the inverse Mills ratio is λ = t + v and x + λ = v, with no
 // cancellation.
+//
+// The fraction converges faster as t grows (to full precision in 27 terms
+// at t = 5, 14 at t = 10, 7 at t = 30), and its terms are a chain of
+// dependent divisions, so a fixed 60 terms made a tail value cost ~0.4 µs:
+// most of a robust-max prediction, whose wrong classes sit deep in the
+// tail. millsTerms keeps four to eight terms above what full precision
+// needs at the start of each range; against 60 terms everywhere the value
+// is the same to within 1.4 ulp (33 of 600 000 points from 5 to 2000 differ
+// at all, by rounding order), checked by TestMillsTermsEnough.
 func millsTail(t float64) float64 {
 	v := 0.0
-	for k := millsTerms; k >= 2; k-- {
+	for k := millsTerms(t); k >= 2; k-- {
 		v = float64(k) / (t + v)
 	}
 	return 1 / (t + v)
+}
+
+// millsTerms is the number of terms millsTail evaluates at t ≥ 5.
+func millsTerms(t float64) int {
+	switch {
+	case t < 6:
+		return 32
+	case t < 8:
+		return 26
+	case t < 10:
+		return 21
+	case t < 14:
+		return 18
+	case t < 20:
+		return 15
+	case t < 40:
+		return 13
+	}
+	return 11
 }
 
 // normCDF is Φ(x). In the lower tail Φ = φ(x)/(t + v) avoids erfc, whose

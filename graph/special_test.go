@@ -448,3 +448,21 @@ func TestSpecialParallelValues(t *testing.T) {
 		}
 	}
 }
+
+// millsTail's term counts by range give the 60-term value (twice what
+// t = 5 needs) to within 2 ulp from the tail cut to far beyond it.
+func TestMillsTermsEnough(t *testing.T) {
+	full := func(x float64) float64 {
+		v := 0.0
+		for k := 60; k >= 2; k-- {
+			v = float64(k) / (x + v)
+		}
+		return 1 / (x + v)
+	}
+	for x := -tailCut; x < 1e4; x *= 1.0001 {
+		got, want := millsTail(x), full(x)
+		if math.Abs(got-want) > 2*0x1p-52*want {
+			t.Fatalf("t = %v: %d terms give %v, 60 give %v", x, millsTerms(x), got, want)
+		}
+	}
+}

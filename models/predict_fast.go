@@ -3,6 +3,8 @@ package models
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 
 	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers/inputs"
@@ -41,41 +43,52 @@ func stackedDraws(real, samples int) int {
 // predictSampled is predict for a sampling input model: the class
 // probabilities averaged over s.Samples() draws of the noiseless test
 // inputs, as predictBatches computes them with one graph run per draw.
+//
+// The graphs hold (graph.Program.Hold) everything that does not depend on
+// the drawn inputs or their noise, so the posterior's M×M work is done once
+// per graph rather than once per run, and the runs of a batch are spread
+// over one graph per core. The draws are taken from rng in the per-draw
+// loop's order and summed in that order whichever graph ran them, so the
+// result does not depend on the number of cores.
 func (m *Model) predictSampled(ctx context.Context, s inputs.Sampler, x []float64, n int, noise []float64) ([]float64, error) {
 	rows := min(n, predictBatch)
 	samples := s.Samples()
 	out := make([]float64, 0, n*m.C)
 	rng := rand.New(rand.NewPCG(m.Opts.Train.Seed, 0x9ed))
-	var pg *testGraph
-	var real, k int // the shape of pg: k draws of real rows
-	defer func() {
-		if pg != nil {
+	var pgs []*testGraph
+	var real, k int // the shape of the graphs: k draws of real rows
+	closeAll := func() {
+		for _, pg := range pgs {
 			pg.prog.Close()
 		}
-	}()
+		pgs = nil
+	}
+	defer closeAll()
 	for start := 0; start < n; start += rows {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		r := min(rows, n-start)
-		if pg == nil || r != real {
-			if pg != nil {
-				pg.prog.Close()
-				pg = nil
-			}
+		if pgs == nil || r != real {
+			closeAll()
 			real, k = r, stackedDraws(r, samples)
-			g, err := interruptibly(ctx, func() (*testGraph, error) { return m.buildPredict(k * real) })
-			if err != nil {
-				return nil, err
-			}
-			pg = g
-			// Nothing changes the parameters while predicting, so the
-			// scalar ones are copied into the graph once, not per run.
-			if err := pg.s.Sync(); err != nil {
-				return nil, err
+			runs := (samples + k - 1) / k
+			for range min(runtime.GOMAXPROCS(0), runs) {
+				g, err := interruptibly(ctx, func() (*testGraph, error) { return m.buildPredict(k * real) })
+				if err != nil {
+					return nil, err
+				}
+				pgs = append(pgs, g)
+				// Nothing changes the parameters while predicting, so the
+				// scalar ones are copied into the graph once, not per run,
+				// and the work on them alone is kept from the first run.
+				if err := g.s.Sync(); err != nil {
+					return nil, err
+				}
+				g.prog.Hold(g.x.node, g.v.node)
 			}
 		}
-		acc, err := m.sampleStacked(ctx, pg, s, x, noise, start, rows, real, k, rng)
+		acc, err := m.sampleStacked(ctx, pgs, s, x, noise, start, rows, real, k, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -85,10 +98,11 @@ func (m *Model) predictSampled(ctx context.Context, s inputs.Sampler, x []float6
 }
 
 // sampleStacked averages the probabilities of rows start … start+real−1
-// over the draws, k per run of pg, taking from rng what sampleInputs takes
-// for a batch of rows rows: the normals of its padded rows are drawn and
-// dropped.
-func (m *Model) sampleStacked(ctx context.Context, pg *testGraph, s inputs.Sampler, x, noise []float64, start, rows, real, k int, rng *rand.Rand) ([]float64, error) {
+// over the draws, k per run of a graph, taking from rng what sampleInputs
+// takes for a batch of rows rows: the normals of its padded rows are drawn
+// and dropped. The graphs run one wave of len(pgs) runs at a time, in
+// parallel.
+func (m *Model) sampleStacked(ctx context.Context, pgs []*testGraph, s inputs.Sampler, x, noise []float64, start, rows, real, k int, rng *rand.Rand) ([]float64, error) {
 	D, C, samples := m.D, m.C, s.Samples()
 	mean := make([]float64, real*D)
 	sd := make([]float64, real*D)
@@ -100,44 +114,58 @@ func (m *Model) sampleStacked(ctx context.Context, pg *testGraph, s inputs.Sampl
 		}
 		s.TestPosterior(x[i*D:(i+1)*D], v, mean[r*D:(r+1)*D], sd[r*D:(r+1)*D])
 	}
-	if pg.v.node != nil {
-		for j := range pg.v.data {
-			pg.v.data[j] = m.noiseAt(noise, start+j/D%real, j%D)
+	for _, pg := range pgs {
+		if pg.v.node != nil {
+			for j := range pg.v.data {
+				pg.v.data[j] = m.noiseAt(noise, start+j/D%real, j%D)
+			}
 		}
 	}
 	block := real * D
 	acc := make([]float64, real*C)
-	for first := 0; first < samples; first += k {
+	draws := make([]int, len(pgs))
+	errs := make([]error, len(pgs))
+	probs := make([][]float64, len(pgs))
+	for first := 0; first < samples; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		draws := min(k, samples-first)
-		for q := range draws {
-			xq := pg.x.data[q*block : (q+1)*block]
-			for j := range rows * D {
-				z := rng.NormFloat64()
-				if j < block {
-					xq[j] = mean[j] + sd[j]*z
+		wave := 0
+		for ; wave < len(pgs) && first < samples; wave++ {
+			pg := pgs[wave]
+			draws[wave] = min(k, samples-first)
+			first += draws[wave]
+			for q := range draws[wave] {
+				xq := pg.x.data[q*block : (q+1)*block]
+				for j := range rows * D {
+					z := rng.NormFloat64()
+					if j < block {
+						xq[j] = mean[j] + sd[j]*z
+					}
 				}
 			}
 		}
 		// Only the last run can be short; its blocks past the last draw
-		// still hold the previous run's draws, evaluated and not added.
-		if err := pg.prog.Run(); err != nil {
-			return nil, err
+		// still hold an earlier run's draws, evaluated and not added.
+		var wg sync.WaitGroup
+		for w := 1; w < wave; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				probs[w], errs[w] = pgs[w].runHeld()
+			}()
 		}
-		val, err := pg.prog.Value(pg.probs)
-		if err != nil {
-			return nil, err
-		}
-		p, err := graph.Float64s(val)
-		if err != nil {
-			return nil, err
-		}
-		for q := range draws {
-			pq := p[q*real*C : (q+1)*real*C]
-			for j := range acc {
-				acc[j] += pq[j]
+		probs[0], errs[0] = pgs[0].runHeld()
+		wg.Wait()
+		for w := range wave {
+			if errs[w] != nil {
+				return nil, errs[w]
+			}
+			for q := range draws[w] {
+				pq := probs[w][q*real*C : (q+1)*real*C]
+				for j := range acc {
+					acc[j] += pq[j]
+				}
 			}
 		}
 	}
@@ -145,4 +173,17 @@ func (m *Model) sampleStacked(ctx context.Context, pg *testGraph, s inputs.Sampl
 		acc[j] /= float64(samples)
 	}
 	return acc, nil
+}
+
+// runHeld runs the graph without syncing its parameters (predictSampled
+// synced them once) and returns its probabilities, owned by the program.
+func (t *testGraph) runHeld() ([]float64, error) {
+	if err := t.prog.Run(); err != nil {
+		return nil, err
+	}
+	val, err := t.prog.Value(t.probs)
+	if err != nil {
+		return nil, err
+	}
+	return graph.Float64s(val)
 }

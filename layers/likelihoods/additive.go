@@ -147,13 +147,14 @@ func (l *Additive) withNoise(v *G.Node) (*G.Node, error) {
 	return G.Add(v, G.NewConstant(l.A))
 }
 
-// argmaxProb returns the n-vector S_i for n×C marginals and one-hot y.
-func (l *Additive) argmaxProb(s *layers.Scope, mu, v, y *G.Node) (*G.Node, error) {
+// argmaxProb returns the n-vector S_i for n×C marginals and one-hot y, or
+// for class own of every row when own ≥ 0 (see RobustMax.argmaxProb).
+func (l *Additive) argmaxProb(s *layers.Scope, mu, v, y *G.Node, own int) (*G.Node, error) {
 	va, err := l.withNoise(v)
 	if err != nil {
 		return nil, err
 	}
-	return (&RobustMax{Points: l.Points}).argmaxProb(s, mu, va, y)
+	return (&RobustMax{Points: l.Points}).argmaxProb(s, mu, va, y, own)
 }
 
 // binaryProb returns the n-vector Φ(y μ/√(A+ν)) = Pr(y g > 0) for n×1
@@ -201,7 +202,7 @@ func (l *Additive) ExpectedLogLik(s *layers.Scope, mu, v, y *G.Node) (*G.Node, e
 		p, err = l.binaryProb(mu, v, y)
 		c = 2
 	} else {
-		p, err = l.argmaxProb(s, mu, v, y)
+		p, err = l.argmaxProb(s, mu, v, y, -1)
 	}
 	if err != nil {
 		return nil, err
@@ -231,7 +232,7 @@ func (l *Additive) Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
 	}
 	e := &graph.Chain{}
 	delta := e.Do(G.Sigmoid(x))
-	n, c := mu.Shape()[0], mu.Shape()[1]
+	c := mu.Shape()[1]
 	if c == 1 && !l.Multi {
 		p := e.Do(l.binaryProb(mu, v, nil))
 		scale := e.Do(G.Sub(G.NewConstant(1.0), e.Do(G.HadamardProd(delta, G.NewConstant(2.0)))))
@@ -251,12 +252,7 @@ func (l *Additive) Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
 	}
 	cols := make([]*G.Node, c)
 	for j := range cols {
-		labels := make([]int, n)
-		for i := range labels {
-			labels[i] = j
-		}
-		y := constant(s.G, fmt.Sprintf("onehot/%d/%dx%d", j, n, c), tensor.Shape{n, c}, oneHot(labels, c))
-		cols[j] = e.Do(G.Add(e.Do(G.HadamardProd(e.Do(l.argmaxProb(s, mu, v, y)), a)), b))
+		cols[j] = e.Do(G.Add(e.Do(G.HadamardProd(e.Do(l.argmaxProb(s, mu, v, nil, j)), a)), b))
 	}
 	p := e.Do(Columns(cols...))
 	if e.Err != nil {

@@ -129,7 +129,7 @@ func TestGPCMultiClassAgainstMonteCarlo(t *testing.T) {
 		t.Run(nz.name, func(t *testing.T) {
 			l := NewAdditive("lik", nz.a, delta)
 			f := newFixture(l, n, c, 13)
-			S, err := l.argmaxProb(f.s, f.mu, f.v, f.y)
+			S, err := l.argmaxProb(f.s, f.mu, f.v, f.y, -1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +190,7 @@ func TestGPCMultiClassRowsSumToOne(t *testing.T) {
 				labels[i] = j
 			}
 			y := constant(f.g, fmt.Sprintf("y%d", j), tensor.Shape{n, c}, oneHot(labels, c))
-			S, err := l.argmaxProb(f.s, f.mu, f.v, y)
+			S, err := l.argmaxProb(f.s, f.mu, f.v, y, -1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +300,7 @@ func TestGPCDeltaLimits(t *testing.T) {
 			l := NewAdditive("lik", nz.a, delta)
 			f := newFixture(l, n, c, 18)
 			ell, _ := l.ExpectedLogLik(f.s, f.mu, f.v, f.y)
-			S, _ := l.argmaxProb(f.s, f.mu, f.v, f.y)
+			S, _ := l.argmaxProb(f.s, f.mu, f.v, f.y, -1)
 			pred, err := l.Predict(f.s, f.mu, f.v)
 			if err != nil {
 				t.Fatal(err)
@@ -346,7 +346,7 @@ func TestGPCOptimalDelta(t *testing.T) {
 				if c == 2 {
 					P, err = l.binaryProb(f.mu, f.v, f.y)
 				} else {
-					P, err = l.argmaxProb(f.s, f.mu, f.v, f.y)
+					P, err = l.argmaxProb(f.s, f.mu, f.v, f.y, -1)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -685,5 +685,44 @@ func TestBetaPriorOnEpsilon(t *testing.T) {
 	plain, _ := New("robustmax-learned", Config{})
 	if lp, _ := plain.(*Additive).LogPrior(layers.NewScope(G.NewGraph())); lp != nil {
 		t.Fatal("robustmax-learned has a prior")
+	}
+}
+
+// Asking for class j of every row (own = j, as prediction does) forms the
+// quadrature over the other C − 1 classes only; it must give exactly the
+// numbers of one-hot targets of class j, whose own column is multiplied by
+// zero, for the adaptive and the plain rule and for j first, inside and last.
+func TestArgmaxProbOwnClassEqualsOneHot(t *testing.T) {
+	for _, c := range []int{2, 3, 5} {
+		for _, plain := range []bool{false, true} {
+			const n = 40
+			l := &RobustMax{Epsilon: 1e-3, Points: 20, Plain: plain}
+			f := newFixture(l, n, c, 27)
+			var own, hot []*G.Node
+			for j := 0; j < c; j++ {
+				labels := make([]int, n)
+				for i := range labels {
+					labels[i] = j
+				}
+				y := constant(f.g, fmt.Sprintf("y%d", j), tensor.Shape{n, c}, oneHot(labels, c))
+				a, err := l.argmaxProb(f.s, f.mu, f.v, nil, j)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := l.argmaxProb(f.s, f.mu, f.v, y, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				own, hot = append(own, a), append(hot, b)
+			}
+			out := eval(t, f.g, append(own, hot...)...)
+			for j := 0; j < c; j++ {
+				for i := 0; i < n; i++ {
+					if a, b := out[j][i], out[c+j][i]; a != b || math.IsNaN(a) {
+						t.Fatalf("C = %d, plain %v, class %d, row %d: own-class %v, one-hot %v", c, plain, j, i, a, b)
+					}
+				}
+			}
+		}
 	}
 }
