@@ -248,7 +248,7 @@ func liuRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := liuFit(ctx, m, sp.train, sp.test, iters, 0)
+	res, err := liuFit(ctx, e, r, m, sp.train, sp.test, iters, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -263,20 +263,27 @@ func liuRun(ctx context.Context, e *env, r Run) (*Result, error) {
 // that many steps and after the last, into Result.Trace (Eval is the
 // optimiser step there; the scoring time is kept off Seconds). Fit reports
 // at epoch ends only, so a point falls at the end of the epoch that
-// reaches a multiple of every: at most one per epoch.
-func liuFit(ctx context.Context, m *models.Model, train, test *datasets.Dataset, iters, every int) (*Result, error) {
-	epochs := 0
-	var trace []TracePoint
-	var scoring time.Duration
-	t0 := time.Now()
-	next := every
+// reaches a multiple of every: at most one per epoch. The fit checkpoints
+// to run r's file (env.checkpoint), so a killed runner resumes it with the
+// same result.
+func liuFit(ctx context.Context, e *env, r Run, m *models.Model, train, test *datasets.Dataset, iters, every int) (*Result, error) {
+	// What the result needs from the fit, carried across sessions by a
+	// checkpoint: the epochs run, the trace and its next step, and the
+	// training time (the scoring excluded).
+	var state struct {
+		Epochs, Next int
+		Trace        []TracePoint
+		Training     time.Duration
+	}
+	state.Next = every
+	clock := startClock()
 	cfg := models.FitConfig{Warnings: io.Discard, MaxIterations: iters, Callback: func(ep models.Epoch) error {
-		epochs++
-		if every <= 0 || ep.Iterations < next {
+		state.Epochs++
+		if every <= 0 || ep.Iterations < state.Next {
 			return nil
 		}
-		for next <= ep.Iterations {
-			next += every
+		for state.Next <= ep.Iterations {
+			state.Next += every
 		}
 		s0 := time.Now()
 		p, err := m.Predict(test.X, test.N, nil)
@@ -284,14 +291,21 @@ func liuFit(ctx context.Context, m *models.Model, train, test *datasets.Dataset,
 			return err
 		}
 		sc := models.Score(ClipProbabilities(p, test.C, 1e-12), test.Y, test.C)
-		trace = append(trace, TracePoint{Eval: ep.Iterations, Seconds: (s0.Sub(t0) - scoring).Seconds(), NLL: sc.NLL, Error: sc.Error})
-		scoring += time.Since(s0)
+		state.Trace = append(state.Trace, TracePoint{Eval: ep.Iterations, Seconds: clock.at(s0).Seconds(), NLL: sc.NLL, Error: sc.Error})
+		clock.scoring += time.Since(s0)
 		return nil
 	}}
+	if m.Checkpointable() {
+		ck, err := e.checkpoint(r, &state, func() { state.Training = clock.training() }, func() { clock.prior = state.Training })
+		if err != nil {
+			return nil, err
+		}
+		cfg.Checkpoint = ck
+	}
 	if err := m.Fit(ctx, train, cfg); err != nil {
 		return nil, err
 	}
-	secs := (time.Since(t0) - scoring).Seconds()
+	secs, epochs, trace := clock.training().Seconds(), state.Epochs, state.Trace
 	m.ReleaseTraining()
 	probs, err := m.Predict(test.X, test.N, nil)
 	if err != nil {
@@ -395,7 +409,7 @@ func liuToyRun(ctx context.Context, e *env, r Run) (*Result, error) {
 		return nil, err
 	}
 	z0 := m.InducingInputs()[0]
-	res, err := liuFit(ctx, m, train, train, iters, 0)
+	res, err := liuFit(ctx, e, r, m, train, train, iters, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +568,7 @@ func liuDeltaRun(ctx context.Context, e *env, r Run) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		return liuFit(ctx, m, sp.train, sp.test, iters, every)
+		return liuFit(ctx, e, r, m, sp.train, sp.test, iters, every)
 	}
 	m, err := models.New(o)
 	if err != nil {

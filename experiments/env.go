@@ -28,6 +28,11 @@ type env struct {
 	dataDir string
 	mu      sync.Mutex
 	cache   map[string]*cacheEntry
+	// resultsDir is the runner's directory, which holds the checkpoints
+	// ("" outside Execute: no checkpoints).
+	resultsDir string
+	// onCheckpoint, if set, is called as a run's checkpoint is taken (tests).
+	onCheckpoint func(Run)
 }
 
 type cacheEntry struct {
@@ -126,10 +131,7 @@ func floorNoise(ds *datasets.Dataset) *datasets.Dataset {
 func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Dataset, nTotal int, keep bool) (*Result, *models.Model, error) {
 	seed := e.spec.seedFor(r.Split) + 1
 	o := modelOptions(r, nTotal, seed)
-	var cfg models.FitConfig
-	epochs := 0
-	cfg.Warnings = io.Discard
-	cfg.Callback = func(models.Epoch) error { epochs++; return nil }
+	cfg := models.FitConfig{Warnings: io.Discard}
 	if r.Method.Variant == "augmented" {
 		train = augment(train, r.Setting.Noise, seed)
 	}
@@ -143,9 +145,15 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 	if m.UsesGivenNoise() {
 		train, test = floorNoise(train), floorNoise(test)
 	}
-	t0 := time.Now()
-	var trace []TracePoint
-	var scoring time.Duration // the trace's, excluded from the training clock
+	// What the result needs from the fit, carried across sessions by a
+	// checkpoint: the epochs run, the trace and the training time.
+	var state struct {
+		Epochs   int
+		Trace    []TracePoint
+		Training time.Duration
+	}
+	cfg.Callback = func(models.Epoch) error { state.Epochs++; return nil }
+	clock := startClock()
 	if e.spec.Protocol.Trace {
 		cfg.Trace = func(eval int, _ float64) error {
 			s0 := time.Now()
@@ -154,10 +162,19 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 				return err
 			}
 			sc := models.Score(p, test.Y, test.C)
-			trace = append(trace, TracePoint{Eval: len(trace) + 1, Seconds: (s0.Sub(t0) - scoring).Seconds(), NLL: sc.NLL, Error: sc.Error})
-			scoring += time.Since(s0)
+			state.Trace = append(state.Trace, TracePoint{Eval: len(state.Trace) + 1, Seconds: clock.at(s0).Seconds(), NLL: sc.NLL, Error: sc.Error})
+			clock.scoring += time.Since(s0)
 			return nil
 		}
+	}
+	// A fit kept for Continue is one of several in its run, which cannot
+	// share one checkpoint file.
+	if !keep && m.Checkpointable() {
+		ck, err := e.checkpoint(r, &state, func() { state.Training = clock.training() }, func() { clock.prior = state.Training })
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Checkpoint = ck
 	}
 	if err := m.Fit(ctx, train, cfg); err != nil {
 		return nil, nil, err
@@ -165,7 +182,7 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 	if !keep {
 		m.ReleaseTraining()
 	}
-	secs := (time.Since(t0) - scoring).Seconds()
+	secs, epochs, trace := clock.training().Seconds(), state.Epochs, state.Trace
 	res, err := e.score(m, train, test, secs, epochs)
 	if res != nil {
 		res.Trace = trace

@@ -363,6 +363,8 @@ type RunConfig struct {
 	exec execFunc
 	// afterAppend is called after each stored result (tests).
 	afterAppend func(n int)
+	// onCheckpoint is called as a run's checkpoint is taken (tests).
+	onCheckpoint func(Run)
 }
 
 // Summary counts what Execute did.
@@ -435,6 +437,7 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 		exec = executeRun
 	}
 	e := newEnv(s, cfg.DataDir)
+	e.resultsDir, e.onCheckpoint = dir, cfg.onCheckpoint
 	jobs := make(chan Run)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -450,6 +453,13 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 					res.Key, res.Dataset, res.Setting, res.Method, res.Split = r.Key, r.Dataset, r.Setting.Name, r.Method.Name, r.Split
 					res.Finished = time.Now().UTC().Format(time.RFC3339)
 					err = st.append(*res)
+				}
+				// A stored result needs no checkpoint, and a failed run is
+				// retried from the start; a cancelled one resumes from it.
+				if ctx.Err() == nil || err == nil {
+					if rerr := e.removeCheckpoint(r); rerr != nil && err == nil {
+						logf("warning: %s: %v", r.Key, rerr)
+					}
 				}
 				mu.Lock()
 				if err != nil {

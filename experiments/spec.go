@@ -97,6 +97,13 @@ type Protocol struct {
 	// full-batch objective, against the training time so far (the SVGP
 	// paper's Figure 2); the scoring time is excluded from the clock.
 	Trace bool `yaml:"trace" json:"trace,omitempty"`
+	// CheckpointMinutes is how often a minibatch fit writes its checkpoint
+	// (DIR/checkpoints/, removed once the run's result is stored), so that a
+	// killed or requeued runner resumes the fit instead of redoing it: 0 is
+	// every 10 minutes (DefaultCheckpointMinutes), negative turns
+	// checkpoints off. It is not part of the run keys: a checkpoint does not
+	// change a result.
+	CheckpointMinutes float64 `yaml:"checkpoint_minutes" json:"checkpoint_minutes,omitempty"`
 	// Active learning: initial training size, test size, pool size, number
 	// of points added.
 	InitialTrain int `yaml:"initial_train" json:"initial_train"`
@@ -564,6 +571,9 @@ func (s *Spec) validate() error {
 	}
 	if !slices.Contains([]string{"", "stderr", "bootstrap", "median2sd"}, p.Uncertainty) {
 		return s.errAt([]any{"protocol", "uncertainty"}, "uncertainty %q: want stderr, bootstrap or median2sd", p.Uncertainty)
+	}
+	if math.IsNaN(p.CheckpointMinutes) || math.IsInf(p.CheckpointMinutes, 0) || p.CheckpointMinutes > 7*24*60 {
+		return s.errAt([]any{"protocol", "checkpoint_minutes"}, "checkpoint_minutes %v: want minutes between checkpoints (0: every %d, negative: none)", p.CheckpointMinutes, DefaultCheckpointMinutes)
 	}
 	if p.TestFraction < 0 || p.TestFraction >= 1 {
 		return s.errAt([]any{"protocol", "test_fraction"}, "test_fraction %v outside [0, 1)", p.TestFraction)

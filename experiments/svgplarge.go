@@ -504,11 +504,35 @@ func oddEvenRun(ctx context.Context, e *env, r Run) (*Result, error) {
 		return nil, err
 	}
 	lc := newCurve(m, subsample(test, curveRows, seed+2), o.Train.Epochs)
-	t0 := time.Now()
-	if err := m.Fit(ctx, train, models.FitConfig{Warnings: io.Discard, Callback: lc.callback}); err != nil {
+	cfg := models.FitConfig{Warnings: io.Discard, Callback: lc.callback}
+	// The curve and the training time, carried across sessions by a
+	// checkpoint.
+	var state struct {
+		Epochs             int
+		Points             []string
+		EvalTime, Training time.Duration
+	}
+	// lc.evalTime is the curve's scoring time over all sessions; the clock
+	// counts it out through scoring, which starts at minus the earlier
+	// sessions' share, so training() − lc.evalTime is the training time.
+	clock := startClock()
+	if m.Checkpointable() {
+		sync := func() {
+			state.Epochs, state.Points, state.EvalTime = lc.epochs, lc.points, lc.evalTime
+			state.Training = clock.training() - lc.evalTime
+		}
+		restored := func() {
+			lc.epochs, lc.points, lc.evalTime = state.Epochs, state.Points, state.EvalTime
+			clock.prior, clock.scoring = state.Training, -state.EvalTime
+		}
+		if cfg.Checkpoint, err = e.checkpoint(r, &state, sync, restored); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.Fit(ctx, train, cfg); err != nil {
 		return nil, err
 	}
-	secs := (time.Since(t0) - lc.evalTime).Seconds()
+	secs := (clock.training() - lc.evalTime).Seconds()
 	m.ReleaseTraining()
 	res, err := e.score(m, train, test, secs, lc.epochs)
 	if err != nil {

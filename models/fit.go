@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/layers"
@@ -35,6 +36,11 @@ type FitConfig struct {
 	// paper's Figure 2 does; the time it takes is the caller's to exclude.
 	// Minibatch training does not call it.
 	Trace func(eval int, loss float64) error
+	// Checkpoint, if set, saves minibatch training (the svi engine with
+	// Adam or Adadelta) to a file and resumes from it (see Checkpoint);
+	// Fit refuses it for other engines and optimisers, and Continue and
+	// FitStream refuse it.
+	Checkpoint *Checkpoint
 }
 
 // Fit trains the model on train by maximising the ELBO with Adam over
@@ -59,6 +65,9 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 		return err
 	}
 	if err := checkTrainingClasses(train); err != nil {
+		return err
+	}
+	if err := m.checkCheckpoint(cfg.Checkpoint); err != nil {
 		return err
 	}
 	warn := cfg.Warnings
@@ -121,6 +130,21 @@ func fitSVI(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfi
 	if t.Optimizer == "lbfgs" {
 		epochs, err = m.fitLBFGS(ctx, obj, train, cfg, frozenFor)
 	} else {
+		var resume *solvers.Snapshot
+		var save func(*solvers.Snapshot) error
+		resume, save, err = m.openCheckpoint(cfg.Checkpoint, train, obj.SolverParams())
+		if err != nil {
+			// Nothing trained: the graph is not kept for Continue.
+			return errors.Join(err, obj.Close())
+		}
+		if resume != nil {
+			// The schedule as the callback after that epoch left it.
+			obj.Freeze(frozenFor(resume.Epoch))
+		}
+		var every time.Duration
+		if cfg.Checkpoint != nil {
+			every = cfg.Checkpoint.Every
+		}
 		callback := func(e Epoch) error {
 			obj.Freeze(frozenFor(e.Epoch))
 			if cfg.Callback != nil {
@@ -133,6 +157,7 @@ func fitSVI(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfi
 			N: m.N, BatchSize: obj.Batch(), Epochs: t.Epochs, Seed: t.Seed,
 			Optimizer: st.opt, Progress: cfg.Progress, Callback: callback,
 			Warnings: cfg.Warnings, MaxIterations: cfg.MaxIterations,
+			Checkpoint: save, CheckpointEvery: every, Resume: resume,
 		})
 		epochs = len(hist)
 	}

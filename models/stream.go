@@ -86,6 +86,8 @@ func (m *Model) FitStream(ctx context.Context, src RowSource, cfg FitConfig) err
 	n, d, c := src.N(), src.D(), src.C()
 	t := m.Opts.Train
 	switch {
+	case cfg.Checkpoint != nil:
+		return errors.New("models: FitStream does not checkpoint; FitConfig.Checkpoint is for Fit")
 	case n <= 0 || d <= 0:
 		return fmt.Errorf("models: FitStream: the row source has %d rows of %d features; need at least one of each", n, d)
 	case m.Opts.Inference != "svi":

@@ -72,6 +72,8 @@ func (m *Model) Continue(ctx context.Context, train *datasets.Dataset, epochs in
 		return errors.New("models: the model has no training state to continue from (Load does not restore it); fit it with Fit")
 	case epochs < 0:
 		return fmt.Errorf("models: Continue for %d epochs", epochs)
+	case cfg.Checkpoint != nil:
+		return errors.New("models: Continue does not checkpoint; FitConfig.Checkpoint is for Fit")
 	}
 	if err := train.Validate(); err != nil {
 		return err

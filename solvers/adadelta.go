@@ -63,3 +63,33 @@ func (a *Adadelta) Step(params []Param, grads [][]float64) error {
 	}
 	return nil
 }
+
+// adadeltaState is Adadelta's checkpoint: everything Step reads.
+type adadeltaState struct {
+	StepRate, Decay, Offset float64
+	GMS, SMS                [][]float64
+}
+
+// MarshalState implements Stateful: the settings and both running averages.
+func (a *Adadelta) MarshalState() ([]byte, error) {
+	return gobEncode(adadeltaState{StepRate: a.StepRate, Decay: a.Decay, Offset: a.Offset, GMS: a.gms, SMS: a.sms})
+}
+
+// UnmarshalState implements Stateful, replacing all of a's state; on error
+// a is unchanged.
+func (a *Adadelta) UnmarshalState(b []byte) error {
+	var s adadeltaState
+	if err := gobDecode(b, &s); err != nil {
+		return fmt.Errorf("solvers: Adadelta state: %w", err)
+	}
+	if len(s.GMS) != len(s.SMS) {
+		return fmt.Errorf("solvers: Adadelta state has %d gradient and %d step averages", len(s.GMS), len(s.SMS))
+	}
+	for i := range s.GMS {
+		if len(s.GMS[i]) != len(s.SMS[i]) {
+			return fmt.Errorf("solvers: Adadelta state for param #%d has %d gradient and %d step averages", i, len(s.GMS[i]), len(s.SMS[i]))
+		}
+	}
+	a.StepRate, a.Decay, a.Offset, a.gms, a.sms = s.StepRate, s.Decay, s.Offset, s.GMS, s.SMS
+	return nil
+}

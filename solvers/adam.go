@@ -136,3 +136,38 @@ func (a *Adam) Step(params []Param, grads [][]float64) error {
 	}
 	return nil
 }
+
+// adamState is Adam's checkpoint: everything Step reads.
+type adamState struct {
+	LR, Beta1, Beta2, Eps float64
+	T                     int
+	M, V                  [][]float64
+}
+
+// MarshalState implements Stateful: the hyperparameters (the learning rate
+// may have been changed by a schedule), the step count and the moments.
+func (a *Adam) MarshalState() ([]byte, error) {
+	return gobEncode(adamState{LR: a.lr, Beta1: a.beta1, Beta2: a.beta2, Eps: a.eps, T: a.t, M: a.m, V: a.v})
+}
+
+// UnmarshalState implements Stateful, replacing all of a's state; on error
+// a is unchanged.
+func (a *Adam) UnmarshalState(b []byte) error {
+	var s adamState
+	if err := gobDecode(b, &s); err != nil {
+		return fmt.Errorf("solvers: Adam state: %w", err)
+	}
+	if len(s.M) != len(s.V) {
+		return fmt.Errorf("solvers: Adam state has %d first and %d second moments", len(s.M), len(s.V))
+	}
+	for i := range s.M {
+		if len(s.M[i]) != len(s.V[i]) {
+			return fmt.Errorf("solvers: Adam state for param #%d has %d first and %d second moments", i, len(s.M[i]), len(s.V[i]))
+		}
+	}
+	if s.T > 0 && s.M == nil {
+		return fmt.Errorf("solvers: Adam state has %d steps and no moments", s.T)
+	}
+	a.lr, a.beta1, a.beta2, a.eps, a.t, a.m, a.v = s.LR, s.Beta1, s.Beta2, s.Eps, s.T, s.M, s.V
+	return nil
+}

@@ -25,6 +25,7 @@ type progress struct {
 	lastDraw  time.Time
 	lastWidth int // width of the in-place line, to blank leftovers
 	width     int // digits of epochs, so columns line up
+	base      int // steps taken before this session (a resumed run), not timed by start
 }
 
 func newProgress(w io.Writer, epochs, perEpoch, maxIter int) *progress {
@@ -110,7 +111,10 @@ func (p *progress) eta(iter int) time.Duration {
 	if remaining <= 0 {
 		return 0
 	}
-	perStep := time.Since(p.start) / time.Duration(iter)
+	if iter <= p.base {
+		return 0
+	}
+	perStep := time.Since(p.start) / time.Duration(iter-p.base)
 	return perStep * time.Duration(remaining)
 }
 

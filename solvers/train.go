@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -60,6 +61,26 @@ type TrainConfig struct {
 	// Warnings receives jitter warnings (nil = os.Stderr; use io.Discard to
 	// silence). Warnings are not errors, so they go to a separate writer.
 	Warnings io.Writer
+	// Checkpoint, if non-nil, receives a Snapshot at the end of an epoch,
+	// after Callback, so that a run killed later can be resumed (Resume)
+	// instead of started over. The Snapshot is the caller's to keep. An
+	// error ends training with that error. It is not called after a
+	// Callback error or ErrStopTraining: a resumed run would then train on
+	// past the point where this one stopped.
+	Checkpoint func(*Snapshot) error
+	// CheckpointEvery is the least time between checkpoints: one is taken
+	// at the end of an epoch once at least this long has passed since
+	// training (or this session of it) started or since the last one. 0 =
+	// every epoch. Writing a large model's state takes time, which hourly
+	// checkpoints of an hours-long fit keep negligible.
+	CheckpointEvery time.Duration
+	// Resume, if non-nil, continues the run a Checkpoint saved: params,
+	// optimiser and objective state are restored, training goes on at epoch
+	// Resume.Epoch+1 with the history and iteration counter carried on
+	// (MaxIterations counts the steps before the checkpoint too), and the
+	// result is that of the uninterrupted run bit for bit, provided the
+	// objective, params and config are built as they were.
+	Resume *Snapshot
 }
 
 // Epoch records one pass over the data, so callers can plot or test
@@ -109,6 +130,11 @@ func (h History) Losses() []float64 {
 // NaN detection, Cholesky recovery, cancellation and progress reporting
 // behave the same everywhere.
 //
+// With cfg.Checkpoint it hands out a Snapshot at epoch ends, and with
+// cfg.Resume it continues from one, ending exactly where an uninterrupted
+// run would; both need a Stateful optimiser (and objective, if it has
+// local params), checked before the first step.
+//
 // Iterations are counted from 1 across the whole run. Train stops with an
 // error, returning the history so far (including a partial epoch with at
 // least one completed step), when:
@@ -140,17 +166,35 @@ func Train(ctx context.Context, obj Objective, params []Param, cfg TrainConfig) 
 		batchSize = cfg.N
 	}
 	perEpoch := (cfg.N + batchSize - 1) / batchSize
+	if cfg.CheckpointEvery < 0 {
+		return nil, fmt.Errorf("solvers: Train: TrainConfig.CheckpointEvery must not be negative, got %v", cfg.CheckpointEvery)
+	}
+	if cfg.Checkpoint != nil || cfg.Resume != nil {
+		if err := checkCheckpointable(obj, cfg.Optimizer); err != nil {
+			return nil, err
+		}
+	}
 
 	jit := newJitterPolicy(obj, cfg.MaxJitterIncreases, cfg.MaxJitter, cfg.Warnings)
 	local, _ := obj.(LocalObjective)
 	if local != nil && local.LocalParams() == 0 {
 		local = nil
 	}
-	prog := newProgress(cfg.Progress, cfg.Epochs, perEpoch, cfg.MaxIterations)
 	var hist History
 	iter := 0 // completed steps over the whole run
+	first := 1
+	if r := cfg.Resume; r != nil {
+		if err := restore(r, obj, cfg.Optimizer, params, cfg.Epochs); err != nil {
+			return nil, err
+		}
+		hist, iter, first = slices.Clone(r.History), r.Iterations, r.Epoch+1
+		jit.increases = r.JitterIncreases
+	}
+	prog := newProgress(cfg.Progress, cfg.Epochs, perEpoch, cfg.MaxIterations)
+	prog.base = iter
+	lastCheckpoint := time.Now()
 
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
+	for epoch := first; epoch <= cfg.Epochs; epoch++ {
 		if cfg.MaxIterations > 0 && iter >= cfg.MaxIterations {
 			break
 		}
@@ -236,6 +280,16 @@ func Train(ctx context.Context, obj Objective, params []Param, cfg TrainConfig) 
 				}
 				return hist, fmt.Errorf("solvers: callback after epoch %d: %w", epoch, err)
 			}
+		}
+		if cfg.Checkpoint != nil && time.Since(lastCheckpoint) >= cfg.CheckpointEvery {
+			s, err := snapshot(obj, cfg.Optimizer, params, epoch, iter, hist, jit.increases)
+			if err == nil {
+				err = cfg.Checkpoint(s)
+			}
+			if err != nil {
+				return hist, fmt.Errorf("solvers: checkpoint after epoch %d: %w", epoch, err)
+			}
+			lastCheckpoint = time.Now()
 		}
 		if cut {
 			break

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -124,6 +125,10 @@ type trainArgs struct {
 	noise         noiseSpec
 	quiet         bool
 	noStandardize bool
+	// checkpoint is the --checkpoint file ("" none), written every
+	// checkpointEvery.
+	checkpoint      string
+	checkpointEvery time.Duration
 }
 
 func parseTrain(args []string, stdout io.Writer) (*trainArgs, error) {
@@ -149,7 +154,15 @@ deviation per column; the transform is saved in the model and applied by
 gpc predict, so inputs of any scale (×1e6, ×1e−6) train alike. Noise
 variances are given in the inputs' units. --no-standardize uses the inputs
 as given. A training error no better than always predicting the most
-frequent class is reported as a warning.`)
+frequent class is reported as a warning.
+
+--checkpoint FILE saves the training state to FILE every --checkpoint-every
+(at the end of an epoch) and, when FILE exists, resumes from it: a run
+interrupted (Ctrl-C, a killed or requeued job) and started again with the
+same command ends with the same model, bit for bit, as one never
+interrupted. FILE is refused if it was written for other options or data.
+It is removed once the model is written. Only minibatch training (adam,
+adadelta) checkpoints.`)
 	var a trainArgs
 	var model, noise, hidden string
 	f.StringVar(&a.train, "train", "", "training data `FILE.csv` (required)")
@@ -175,6 +188,8 @@ frequent class is reported as a warning.`)
 	fixDelta := f.Bool("fix-delta", false, "gpc1, gpc2, gpc3: keep δ fixed instead of learning it")
 	f.BoolVar(&a.quiet, "quiet", false, "no progress output (warnings are still printed)")
 	f.BoolVar(&a.noStandardize, "no-standardize", false, "use the inputs as given instead of standardising each column")
+	f.StringVar(&a.checkpoint, "checkpoint", "", "save the training state to `FILE` and resume from it when it exists")
+	f.DurationVar(&a.checkpointEvery, "checkpoint-every", 10*time.Minute, "least `duration` between checkpoints, taken at epoch ends (0: every epoch)")
 	pos, err := f.parse(args, stdout)
 	if err != nil {
 		return nil, err
@@ -209,6 +224,8 @@ frequent class is reported as a warning.`)
 		return nil, usagef("--degree %d: the polynomial degree must be at least 1", *degree)
 	case *samples < 1:
 		return nil, usagef("--test-samples %d: need at least 1 sample", *samples)
+	case a.checkpointEvery < 0:
+		return nil, usagef("--checkpoint-every %v: the interval must not be negative", a.checkpointEvery)
 	}
 	known := false
 	for _, k := range kernelNames {
@@ -245,6 +262,12 @@ frequent class is reported as a warning.`)
 		return nil, usagef("%v", err)
 	}
 	a.model = m
+	if c := filepath.Clean(a.checkpoint); a.checkpoint != "" && (c == filepath.Clean(a.out) || c == filepath.Clean(a.train)) {
+		return nil, usagef("--checkpoint %s is also the training file or the output", a.checkpoint)
+	}
+	if a.checkpoint != "" && !m.Checkpointable() {
+		return nil, usagef("--checkpoint: only minibatch training (--optimizer adam or adadelta, svi models) can be checkpointed, not model %s with %s", m.Name(), m.Opts.Train.Optimizer)
+	}
 	if !a.noise.given() && m.InputNoise() != nil {
 		a.noise.learn = true
 	}
@@ -304,9 +327,19 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			m.Name(), a.train, ds.N, ds.D, ds.C, noiseDesc(m, a.noise))
 	}
 	start := time.Now()
-	err = m.Fit(ctx, ds, models.FitConfig{Progress: progress, Warnings: stderr})
+	cfg := models.FitConfig{Progress: progress, Warnings: stderr}
+	if a.checkpoint != "" {
+		cfg.Checkpoint = &models.Checkpoint{Path: a.checkpoint, Every: a.checkpointEvery}
+		if _, err := os.Stat(a.checkpoint); err == nil && !a.quiet {
+			fmt.Fprintf(stderr, "resuming from checkpoint %s\n", a.checkpoint)
+		}
+	}
+	err = m.Fit(ctx, ds, cfg)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			if a.checkpoint != "" {
+				return fmt.Errorf("training interrupted; no model written to %s; run the same command again to resume from checkpoint %s", a.out, a.checkpoint)
+			}
 			return fmt.Errorf("training interrupted; no model written to %s", a.out)
 		}
 		return explainNumerical("training on "+a.train, err)
@@ -320,6 +353,13 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := m.Save(a.out); err != nil {
 		return err
+	}
+	if a.checkpoint != "" {
+		// The model is safe; a checkpoint left behind would make the next
+		// run with this command resume a finished fit.
+		if err := models.RemoveCheckpoint(a.checkpoint); err != nil {
+			fmt.Fprintf(stderr, "gpc train: warning: could not remove checkpoint %s: %v\n", a.checkpoint, err)
+		}
 	}
 	if !a.quiet {
 		fmt.Fprintf(stderr, "wrote %s (%s, trained in %.1f s)\n", a.out, m.Name(), time.Since(start).Seconds())

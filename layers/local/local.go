@@ -211,3 +211,53 @@ func (p *Param) Steps(i int) int {
 	}
 	return p.opt.t[i]
 }
+
+// State is a table's values and its optimiser's: what a checkpoint of a
+// fit must keep, since the rows are trained outside the global params. Its
+// slices are views of the table's storage, valid until the next Step, so
+// that saving the state of a large table copies nothing.
+type State struct {
+	Data []float64
+	// Opt is nil when the table has no optimiser.
+	Opt *RowAdamState
+}
+
+// RowAdamState is RowAdam's state, every field Step and denseStep read.
+type RowAdamState struct {
+	LR, B1, B2, Eps float64
+	Width           int
+	M, V            []float64
+	T               []int
+	Dense           bool
+	Steps           int
+}
+
+// State returns the table's state (views; see State).
+func (p *Param) State() State {
+	s := State{Data: p.Data}
+	if r := p.opt; r != nil {
+		s.Opt = &RowAdamState{LR: r.lr, B1: r.b1, B2: r.b2, Eps: r.eps, Width: r.width, M: r.m, V: r.v, T: r.t, Dense: r.Dense, Steps: r.steps}
+	}
+	return s
+}
+
+// SetState restores a state from State into a table of the same shape (one
+// Reset for the same data set), copying it; on error nothing changes.
+func (p *Param) SetState(s State) error {
+	if len(s.Data) != len(p.Data) {
+		return fmt.Errorf("local: state of %s has %d values, the table %d (%d rows of %d)", p.Name, len(s.Data), len(p.Data), p.Rows(), p.Width)
+	}
+	var opt *RowAdam
+	if o := s.Opt; o != nil {
+		rows := p.Rows()
+		if o.Width != p.Width || len(o.M) != rows*p.Width || len(o.V) != rows*p.Width || len(o.T) != rows {
+			return fmt.Errorf("local: optimiser state of %s has width %d, %d and %d moments and %d step counts; the table has %d rows of %d",
+				p.Name, o.Width, len(o.M), len(o.V), len(o.T), rows, p.Width)
+		}
+		opt = &RowAdam{lr: o.LR, b1: o.B1, b2: o.B2, eps: o.Eps, width: o.Width, Dense: o.Dense, steps: o.Steps,
+			m: append([]float64(nil), o.M...), v: append([]float64(nil), o.V...), t: append([]int(nil), o.T...)}
+	}
+	copy(p.Data, s.Data)
+	p.opt = opt
+	return nil
+}

@@ -133,3 +133,58 @@ func TestDenseRowAdamIsAdamOnTheWholeTable(t *testing.T) {
 		}
 	}
 }
+
+// A table restored by SetState from another's State steps exactly as the
+// original does, dense or lazy; a state of other shape is refused.
+func TestStateRoundTrip(t *testing.T) {
+	ds := &datasets.Dataset{N: 5, D: 1, C: 2, X: make([]float64, 5), Y: make([]int, 5)}
+	init := func(_ *datasets.Dataset, i int, dst []float64) {
+		for k := range dst {
+			dst[k] = float64(i) + 0.1*float64(k)
+		}
+	}
+	for _, dense := range []bool{true, false} {
+		a, b := New("q", 2, init), New("q", 2, init)
+		a.Reset(ds)
+		b.Reset(ds)
+		a.SetOptimizer(0.05, dense)
+		b.SetOptimizer(0.01, !dense)
+		rng := rand.New(rand.NewPCG(5, 6))
+		grad := func() []float64 {
+			g := make([]float64, 4)
+			for k := range g {
+				g[k] = rng.NormFloat64()
+			}
+			return g
+		}
+		for range 3 {
+			if err := a.Step([]int{1, 3}, grad()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.SetState(a.State()); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			g := grad()
+			if err := a.Step([]int{4, 1}, append([]float64(nil), g...)); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Step([]int{4, 1}, g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, v := range a.Data {
+			if b.Data[i] != v {
+				t.Fatalf("dense %v: value %d is %v after a restore, %v without", dense, i, b.Data[i], v)
+			}
+		}
+	}
+	small := New("q", 2, init)
+	small.Reset(&datasets.Dataset{N: 4, D: 1, C: 2, X: make([]float64, 4), Y: make([]int, 4)})
+	big := New("q", 2, init)
+	big.Reset(ds)
+	if err := small.SetState(big.State()); err == nil || !strings.Contains(err.Error(), "q") {
+		t.Fatalf("got %v, want a refusal naming the table", err)
+	}
+}

@@ -9,11 +9,14 @@ import "math/rand/v2"
 // (B×D for the sample of q(x)), ≈1.5 ms on one core that the step would
 // otherwise wait for.
 type normalStream struct {
+	pcg   *rand.PCG // rng's source, kept to save and restore its state
 	rng   *rand.Rand
 	ready chan []float64 // the next batch, drawn or being drawn
 }
 
-func newNormalStream(rng *rand.Rand) *normalStream { return &normalStream{rng: rng} }
+func newNormalStream(pcg *rand.PCG) *normalStream {
+	return &normalStream{pcg: pcg, rng: rand.New(pcg)}
+}
 
 // Fill copies the next len(dst) draws into dst. When the length changes (a
 // graph rebuilt for a larger batch), the batch drawn ahead is used as far as
@@ -45,4 +48,43 @@ func (s *normalStream) draw(buf []float64) chan []float64 {
 		ch <- buf
 	}()
 	return ch
+}
+
+// streamState is a stream's checkpoint: the generator's state after the
+// batch drawn ahead, and that batch (nil when none was drawn yet).
+type streamState struct {
+	PCG   []byte
+	Ready []float64
+}
+
+// state waits for the batch being drawn ahead, so that the generator is
+// idle, and records it; the batch stays the next one Fill deals out.
+func (s *normalStream) state() (streamState, error) {
+	var st streamState
+	if s.ready != nil {
+		buf := <-s.ready
+		st.Ready = append([]float64(nil), buf...)
+		s.ready = make(chan []float64, 1)
+		s.ready <- buf
+	}
+	b, err := s.pcg.MarshalBinary()
+	st.PCG = b
+	return st, err
+}
+
+// restore puts a state from state in place: the generator continues from
+// it and the saved batch is dealt out next, as it would have been.
+func (s *normalStream) restore(st streamState) error {
+	if s.ready != nil {
+		<-s.ready // the generator must be idle before it is overwritten
+		s.ready = nil
+	}
+	if err := s.pcg.UnmarshalBinary(st.PCG); err != nil {
+		return err
+	}
+	if st.Ready != nil {
+		s.ready = make(chan []float64, 1)
+		s.ready <- append([]float64(nil), st.Ready...)
+	}
+	return nil
 }

@@ -194,7 +194,7 @@ func (o *Objective) Local(p *local.Param) *G.Node {
 func (o *Objective) Normals(name string, width int) *G.Node {
 	k := len(o.normals)
 	if k == len(o.streams) {
-		o.streams = append(o.streams, newNormalStream(rand.New(rand.NewPCG(o.seed, 0xe95+uint64(k)))))
+		o.streams = append(o.streams, newNormalStream(rand.NewPCG(o.seed, 0xe95+uint64(k))))
 	}
 	f := normalFeed{feed: newFeed(o.g, name, o.b, width), stream: o.streams[k]}
 	o.normals = append(o.normals, f)

@@ -1,0 +1,273 @@
+package models
+
+import (
+	"bytes"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/solvers"
+)
+
+// Checkpoint makes a minibatch fit survive the end of its process: Fit
+// writes the training state to Path at the end of an epoch every Every, and
+// a Fit of a model with the same Options on the same data with the same
+// Path resumes from the file and ends with the parameters of an
+// uninterrupted fit, bit for bit. Fits of many hours need it, since a
+// session or a preemptible cluster job ends before they do.
+//
+// Fit does not remove the file when it finishes (a process killed between
+// the end of Fit and the use of its result would otherwise start over):
+// remove it with RemoveCheckpoint once the result is safe.
+type Checkpoint struct {
+	// Path is the checkpoint file. If it exists, Fit resumes from it; a
+	// file of another fit (options, data) or a damaged one is an error
+	// naming it, never a silent fresh start.
+	Path string
+	// Every is the least time between checkpoints (0: every epoch).
+	Every time.Duration
+	// Save, if set, returns the caller's own state to carry in the file
+	// (for example a hold-out trace scored from Callback), taken with each
+	// checkpoint after the epoch's Callback.
+	Save func() ([]byte, error)
+	// Restore, if set, is called when Fit resumes, before training, with
+	// the bytes Save returned at that checkpoint (nil without Save).
+	Restore func([]byte) error
+}
+
+// checkpointFormat and checkpointVersion tag a checkpoint file, so that
+// another file at the path is refused rather than misread.
+const (
+	checkpointFormat  = "gpc-checkpoint"
+	checkpointVersion = 1
+)
+
+// checkpointFile is the gob-encoded content of a checkpoint file.
+type checkpointFile struct {
+	Format  string
+	Version int
+	Print   fitPrint
+	State   solvers.Snapshot
+	Caller  []byte
+}
+
+// fitPrint is what a resumed fit must share with the one that wrote the
+// checkpoint for the result to be the same.
+type fitPrint struct {
+	// Options are the model's options as JSON (a user's kernel factory or
+	// likelihood is not in them).
+	Options string
+	N, D, C int
+	// Data hashes the training rows as trained on: inputs (standardised if
+	// the model standardises), labels and given noise.
+	Data uint64
+}
+
+// checkpointPrint fingerprints the fit of m on train (standardised).
+func (m *Model) checkpointPrint(train *datasets.Dataset) (fitPrint, error) {
+	o, err := json.Marshal(m.Opts)
+	if err != nil {
+		return fitPrint{}, fmt.Errorf("models: checkpoint: encoding the options: %w", err)
+	}
+	h := uint64(0x636b7074)
+	for _, r := range rowPrints(train, m.givenNoise(train)) {
+		h = solvers.Mix64(h ^ r)
+	}
+	return fitPrint{Options: string(o), N: train.N, D: train.D, C: train.C, Data: h}, nil
+}
+
+// Checkpointable reports whether Fit can checkpoint this model: minibatch
+// training (the svi engine with Adam or Adadelta). Callers that checkpoint
+// whatever they fit ask it first, since Fit refuses a checkpoint otherwise.
+func (m *Model) Checkpointable() bool {
+	return m.Opts.Inference == "svi" && m.Opts.Train.Optimizer != "lbfgs"
+}
+
+// checkCheckpoint refuses a checkpoint for a fit that cannot write one,
+// before any work.
+func (m *Model) checkCheckpoint(ck *Checkpoint) error {
+	switch {
+	case ck == nil:
+		return nil
+	case ck.Path == "":
+		return errors.New("models: FitConfig.Checkpoint has no Path")
+	case ck.Every < 0:
+		return fmt.Errorf("models: checkpoint %s: Every must not be negative, got %v", ck.Path, ck.Every)
+	case m.Opts.Inference != "svi":
+		return fmt.Errorf("models: checkpoint %s: only minibatch training (inference svi with adam or adadelta) can be checkpointed, not inference %s", ck.Path, m.Opts.Inference)
+	case m.Opts.Train.Optimizer == "lbfgs":
+		return fmt.Errorf("models: checkpoint %s: only minibatch training (adam or adadelta) can be checkpointed, not L-BFGS", ck.Path)
+	}
+	return nil
+}
+
+// openCheckpoint reads ck's file, if any, restores the caller's state from
+// it and returns the snapshot to resume from (nil: start afresh) and the
+// function that writes checkpoints (nil without ck).
+func (m *Model) openCheckpoint(ck *Checkpoint, train *datasets.Dataset, params []solvers.Param) (*solvers.Snapshot, func(*solvers.Snapshot) error, error) {
+	if ck == nil {
+		return nil, nil, nil
+	}
+	fp, err := m.checkpointPrint(train)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := readCheckpoint(ck.Path, fp)
+	if err != nil {
+		return nil, nil, err
+	}
+	save := func(s *solvers.Snapshot) error { return writeCheckpoint(ck, fp, s) }
+	if f == nil {
+		return nil, save, nil
+	}
+	// Matching options and data make the shapes match; a file that passed
+	// those checks with other shapes was written by another gpc.
+	if len(f.State.Params) != len(params) {
+		return nil, nil, fmt.Errorf("models: checkpoint %s holds %d parameters, the model trains %d", ck.Path, len(f.State.Params), len(params))
+	}
+	for i, p := range params {
+		if len(f.State.Params[i]) != len(p.Data) {
+			return nil, nil, fmt.Errorf("models: checkpoint %s holds %d values of parameter %s, which has %d", ck.Path, len(f.State.Params[i]), p.Name, len(p.Data))
+		}
+	}
+	if ck.Restore != nil {
+		if err := ck.Restore(f.Caller); err != nil {
+			return nil, nil, fmt.Errorf("models: checkpoint %s: restoring the caller's state: %w", ck.Path, err)
+		}
+	}
+	return &f.State, save, nil
+}
+
+// readCheckpoint returns the checkpoint at path, nil if there is none, or
+// an error naming the file when it is damaged or of another fit.
+func readCheckpoint(path string, want fitPrint) (*checkpointFile, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("models: reading checkpoint %s: %w", path, err)
+	}
+	var f checkpointFile
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&f); err != nil {
+		return nil, fmt.Errorf("models: checkpoint %s is damaged or not a checkpoint (%v); remove it to start the fit over", path, err)
+	}
+	switch {
+	case f.Format != checkpointFormat:
+		return nil, fmt.Errorf("models: %s is not a gpc checkpoint (format %q)", path, f.Format)
+	case f.Version != checkpointVersion:
+		return nil, fmt.Errorf("models: checkpoint %s has version %d; this gpc reads version %d", path, f.Version, checkpointVersion)
+	}
+	if d := f.Print.differs(want); d != "" {
+		return nil, fmt.Errorf("models: checkpoint %s is of another fit: %s; remove it or give another path", path, d)
+	}
+	return &f, nil
+}
+
+// differs describes how the fit that wrote a checkpoint (p) differs from
+// this one (q), "" if it does not.
+func (p fitPrint) differs(q fitPrint) string {
+	switch {
+	case p.Options != q.Options:
+		return "the options differ (" + jsonDiff(p.Options, q.Options) + ")"
+	case p.N != q.N || p.D != q.D || p.C != q.C:
+		return fmt.Sprintf("it was written for %d rows, %d features, %d classes, not %d, %d, %d", p.N, p.D, p.C, q.N, q.D, q.C)
+	case p.Data != q.Data:
+		return "it was written for other training data (inputs, labels or given noise)"
+	}
+	return ""
+}
+
+// jsonDiff names the fields in which two JSON objects differ, with the
+// file's value and this fit's.
+func jsonDiff(file, here string) string {
+	var a, b any
+	if json.Unmarshal([]byte(file), &a) != nil || json.Unmarshal([]byte(here), &b) != nil {
+		return "unreadable"
+	}
+	var out []string
+	var walk func(path string, a, b any)
+	walk = func(path string, a, b any) {
+		am, aok := a.(map[string]any)
+		bm, bok := b.(map[string]any)
+		if aok && bok {
+			keys := map[string]bool{}
+			for k := range am {
+				keys[k] = true
+			}
+			for k := range bm {
+				keys[k] = true
+			}
+			sorted := make([]string, 0, len(keys))
+			for k := range keys {
+				sorted = append(sorted, k)
+			}
+			sort.Strings(sorted)
+			for _, k := range sorted {
+				walk(strings.TrimPrefix(path+"."+k, "."), am[k], bm[k])
+			}
+			return
+		}
+		if !reflect.DeepEqual(a, b) {
+			fa, _ := json.Marshal(a)
+			fb, _ := json.Marshal(b)
+			out = append(out, fmt.Sprintf("%s: %s in the file, %s here", path, fa, fb))
+		}
+	}
+	walk("", a, b)
+	return strings.Join(out, "; ")
+}
+
+// writeCheckpoint replaces the file at ck.Path by a new checkpoint: through
+// a synced temporary file renamed over it, so that a kill at any moment
+// leaves the previous checkpoint or the new one, never half of one.
+func writeCheckpoint(ck *Checkpoint, fp fitPrint, s *solvers.Snapshot) error {
+	f := checkpointFile{Format: checkpointFormat, Version: checkpointVersion, Print: fp, State: *s}
+	if ck.Save != nil {
+		b, err := ck.Save()
+		if err != nil {
+			return fmt.Errorf("models: checkpoint %s: the caller's state: %w", ck.Path, err)
+		}
+		f.Caller = b
+	}
+	err := datasets.WriteAtomic(ck.Path, func(w io.Writer) error { return gob.NewEncoder(w).Encode(f) })
+	if err != nil {
+		return fmt.Errorf("models: writing checkpoint %s: %w", ck.Path, err)
+	}
+	return nil
+}
+
+// RemoveCheckpoint removes a checkpoint file once its fit's result is safe,
+// with any temporary file a write killed midway left beside it. A missing
+// file is not an error.
+func RemoveCheckpoint(path string) error {
+	var errs []error
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		// datasets.WriteAtomic's temporary names: "." + base + "." + digits + ".tmp".
+		n := e.Name()
+		if strings.HasPrefix(n, "."+base+".") && strings.HasSuffix(n, ".tmp") {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
