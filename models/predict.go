@@ -168,6 +168,13 @@ func (m *Model) predictBatches(ctx context.Context, x []float64, n int, noise []
 	out := make([]float64, 0, n*m.C)
 	rng := rand.New(rand.NewPCG(m.Opts.Train.Seed, 0x9ed))
 	sampler, _ := m.inputs.(inputs.Sampler)
+	if m.meanSamples == nil {
+		// The parameters stay put from batch to batch (averageMeans alone
+		// swaps q(u)'s mean between runs), so the work on them alone (every
+		// class's K_ZZ, its factor and solves: a third of an MNIST batch) is
+		// done by the first run and kept.
+		pg.prog.Hold(pg.x.node, pg.v.node)
+	}
 	for start := 0; start < n; start += rows {
 		if err := ctx.Err(); err != nil {
 			return nil, err

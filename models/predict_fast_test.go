@@ -104,3 +104,30 @@ func TestPredictSampledMatchesPerDraw(t *testing.T) {
 		}
 	}
 }
+
+// Prediction over several batches keeps the work on the parameters alone
+// from its first batch (Program.Hold); each batch must still get exactly
+// the probabilities a graph of its own computes, for a closed-form
+// multi-class model and one with the input noise.
+func TestPredictBatchesHoldMatchesFreshGraphs(t *testing.T) {
+	for _, preset := range []string{"mgp", "nimgp-fo"} {
+		m, test := toyModel(t, preset, 120, 10, 2, 3*predictBatch, 1)
+		n := 3 * predictBatch
+		got, err := m.Predict(test.X[:n*test.D], n, test.Noise[:n*test.D])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b := range 3 {
+			lo, hi := b*predictBatch, (b+1)*predictBatch
+			want, err := m.Predict(test.X[lo*test.D:hi*test.D], predictBatch, test.Noise[lo*test.D:hi*test.D])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, w := range want {
+				if g := got[lo*m.C+j]; g != w {
+					t.Fatalf("%s: batch %d, value %d: %v in one call, %v alone", preset, b, j, g, w)
+				}
+			}
+		}
+	}
+}
