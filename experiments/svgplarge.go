@@ -508,22 +508,23 @@ func oddEvenRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	// The curve and the training time, carried across sessions by a
 	// checkpoint.
 	var state struct {
-		Epochs             int
-		Points             []string
-		EvalTime, Training time.Duration
+		Epochs   int
+		Points   []string
+		EvalTime time.Duration
+		// Elapsed is the fit's time with the curve's scoring in it, as
+		// lc.evalTime is over all sessions: their difference is the
+		// training time.
+		Elapsed time.Duration
 	}
-	// lc.evalTime is the curve's scoring time over all sessions; the clock
-	// counts it out through scoring, which starts at minus the earlier
-	// sessions' share, so training() − lc.evalTime is the training time.
 	clock := startClock()
 	if m.Checkpointable() {
 		sync := func() {
 			state.Epochs, state.Points, state.EvalTime = lc.epochs, lc.points, lc.evalTime
-			state.Training = clock.training() - lc.evalTime
+			state.Elapsed = clock.training()
 		}
 		restored := func() {
 			lc.epochs, lc.points, lc.evalTime = state.Epochs, state.Points, state.EvalTime
-			clock.prior, clock.scoring = state.Training, -state.EvalTime
+			clock.prior = state.Elapsed
 		}
 		if cfg.Checkpoint, err = e.checkpoint(r, &state, sync, restored); err != nil {
 			return nil, err

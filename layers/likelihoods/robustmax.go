@@ -112,7 +112,7 @@ func (l *RobustMax) argmaxProb(s *layers.Scope, mu, v, y *G.Node, own int) (*G.N
 	}
 	k := l.Points
 	e := &graph.Chain{}
-	var muY, sdY, ob, ob2, a, b, other *G.Node
+	var muY, sdY, other *G.Node
 	if own >= 0 {
 		muY = e.Do(graph.Column(mu, own))
 		sdY = e.Do(G.Sqrt(e.Do(graph.Column(v, own))))
@@ -124,14 +124,14 @@ func (l *RobustMax) argmaxProb(s *layers.Scope, mu, v, y *G.Node, own int) (*G.N
 	}
 	nc, nk, nck := tensor.Shape{n, c}, tensor.Shape{n, k}, tensor.Shape{n, c, k}
 	sd := e.Do(G.Sqrt(v))
-	a = e.Do(G.HadamardDiv(e.Do(G.Sub(e.Do(graph.BroadcastTo(muY, nc, []int{1})), mu)), sd))
-	b = e.Do(G.HadamardDiv(e.Do(graph.BroadcastTo(sdY, nc, []int{1})), sd))
-	ob = b
+	a := e.Do(G.HadamardDiv(e.Do(G.Sub(e.Do(graph.BroadcastTo(muY, nc, []int{1})), mu)), sd))
+	b := e.Do(G.HadamardDiv(e.Do(graph.BroadcastTo(sdY, nc, []int{1})), sd))
+	ob := b
 	if own < 0 {
 		other = e.Do(G.Sub(G.NewConstant(1.0), y))
 		ob = e.Do(G.HadamardProd(other, b))
 	}
-	ob2 = e.Do(G.HadamardProd(ob, b))
+	ob2 := e.Do(G.HadamardProd(ob, b))
 	if e.Err != nil {
 		return nil, e.Err
 	}
