@@ -19,9 +19,8 @@ type Implementation struct{ gonum.Implementation }
 // Dgemm computes C = alpha·op(A)·op(B) + beta·C (row-major), with the same
 // argument checks and panics as gonum.
 func (impl Implementation) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	if KernelName == "go" || m*n*k < smallMin || !valid(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc) {
-		// gonum handles the small cases well and raises the standard
-		// panics for invalid arguments.
+	if KernelName == "go" || m*n*k == 0 || !valid(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc) {
+		// gonum raises the standard panics for invalid arguments.
 		impl.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -29,6 +28,20 @@ func (impl Implementation) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float
 	// 6×8 tiles made them 5–10× slower than gonum's Dgemv and Dger.
 	if n == 1 || m == 1 || k == 1 {
 		impl.degenerate(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	if m*n*k < smallMin {
+		// gonum's Dgemm splits any C of four or more 64×64 blocks across
+		// goroutines, whatever k is: a 256×2 C with k = 2 (1 000
+		// multiply-adds) then waits on four goroutines, tens of microseconds
+		// each when a virtual CPU has to be woken. Such thin products are
+		// done in one loop here; the rest of the small ones are gonum's
+		// serial loops.
+		if blocks(m)*blocks(n) >= gonumParBlocks {
+			smallSerial(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			return
+		}
+		impl.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	Dgemm(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -93,5 +106,54 @@ func (impl Implementation) degenerate(tA, tB bool, m, n, k int, alpha float64, a
 			tr, rows, cols = blas.NoTrans, n, k
 		}
 		g.Dgemv(tr, rows, cols, alpha, b, ldb, a, aCol, beta, c, 1)
+	}
+}
+
+// gonum's Dgemm runs in parallel when C has at least gonumParBlocks blocks
+// of gonumBlock×gonumBlock (gonum/blas/gonum: blockSize, minParBlock).
+const (
+	gonumBlock     = 64
+	gonumParBlocks = 4
+)
+
+func blocks(n int) int { return (n + gonumBlock - 1) / gonumBlock }
+
+// smallSerial computes C = alpha·op(A)·op(B) + beta·C for a product of
+// fewer than smallMin multiply-adds, on the calling goroutine: an axpy of
+// each row of op(B) into C's row, k of them per row.
+func smallSerial(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		switch beta {
+		case 0:
+			clear(row)
+		case 1:
+		default:
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+		for l := 0; l < k; l++ {
+			var ail float64
+			if tA {
+				ail = a[l*lda+i]
+			} else {
+				ail = a[i*lda+l]
+			}
+			ail *= alpha
+			if ail == 0 {
+				continue
+			}
+			if tB {
+				for j := range row {
+					row[j] += ail * b[j*ldb+l]
+				}
+			} else {
+				bl := b[l*ldb : l*ldb+n]
+				for j, v := range bl {
+					row[j] += ail * v
+				}
+			}
+		}
 	}
 }

@@ -393,3 +393,57 @@ func TestSerialProductsDoNotAllocate(t *testing.T) {
 		t.Errorf("%v allocations per call, want 0", allocs)
 	}
 }
+
+// Thin products of fewer than smallMin multiply-adds whose C spans four or
+// more of gonum's 64×64 blocks (gonum would split them across goroutines),
+// with every transpose, alpha and beta, equal the definition, and run on
+// the calling goroutine without allocating: gonum's parallel path
+// allocates its channel and goroutines on every call.
+func TestThinSmallProductsAreSerial(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	shapes := [][3]int{{200, 1, 1}, {256, 2, 2}, {1000, 3, 1}, {2, 300, 3}, {129, 129, 0}, {300, 5, 2}, {64, 256, 1}, {193, 7, 3}}
+	for trial := 0; trial < 120; trial++ {
+		s := shapes[trial%len(shapes)]
+		m, n, k := s[0], s[1], s[2]
+		if k == 0 {
+			k = 1 + r.IntN(2)
+			m, n = 64+r.IntN(40), 3+r.IntN(5)
+			if trial%2 == 0 {
+				m, n = n, m
+			}
+		}
+		p := randProblem(r, m, n, k)
+		alpha, beta := []float64{1, -1.5, 0}[r.IntN(3)], []float64{0, 1, 0.5}[r.IntN(3)]
+		want := append([]float64(nil), p.c...)
+		naive(p.tA, p.tB, m, n, k, alpha, p.a, p.lda, p.b, p.ldb, beta, want, p.ldc)
+		ta, tb := blas.NoTrans, blas.NoTrans
+		if p.tA {
+			ta = blas.Trans
+		}
+		if p.tB {
+			tb = blas.Trans
+		}
+		if beta == 0 {
+			for i := range p.c {
+				p.c[i] = math.NaN() // must not be read
+			}
+		}
+		c := make([]float64, len(p.c))
+		run := func() {
+			copy(c, p.c)
+			Implementation{}.Dgemm(ta, tb, m, n, k, alpha, p.a, p.lda, p.b, p.ldb, beta, c, p.ldc)
+		}
+		run()
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				got, w := c[i*p.ldc+j], want[i*p.ldc+j]
+				if math.Abs(got-w) > 1e-12*(1+math.Abs(w)) || math.IsNaN(got) {
+					t.Fatalf("trial %d (m,n,k)=(%d,%d,%d) tA=%v tB=%v α=%g β=%g: C[%d,%d]=%g, want %g", trial, m, n, k, p.tA, p.tB, alpha, beta, i, j, got, w)
+				}
+			}
+		}
+		if allocs := testing.AllocsPerRun(5, run); allocs != 0 {
+			t.Fatalf("(m,n,k)=(%d,%d,%d): %v allocations per call, want 0 (a goroutine was started)", m, n, k, allocs)
+		}
+	}
+}
