@@ -616,7 +616,7 @@ func withAddend(n, x *G.Node) (*G.Node, error) {
 		return nil, fmt.Errorf("graph: adding %v to the %dx%d adjoint %v", x.Shape(), op.n, op.d, op)
 	}
 	op.addend = true
-	return applyOp(op, append(children(n), x)...)
+	return applyOp(op, append(Inputs(n), x)...)
 }
 
 // elemPickOp takes slice a of a (k, n, d) tensor; elemPlaceOp is its

@@ -137,3 +137,22 @@ func TestOutputBuffersPerNode(t *testing.T) {
 		t.Fatal("two nodes sharing an output buffer: want a Compile error")
 	}
 }
+
+// A fused function's adjoint that reaches two nodes (here through AddN,
+// which hands its gradient to each input) takes another contribution at
+// each, so two addend ops are built from the one adjoint. Building the
+// second once overwrote the first one's addend: the first node's
+// gradient silently lost a term (or the graph gained a cycle), because the
+// two shared the adjoint's argument slice. Checked at first and second order.
+func TestFusedAdjointTakesTwoAddends(t *testing.T) {
+	checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		x := matrix(g, "x", 3, 2, randMat(rng, 3, 2)...)
+		w := matrix(g, "w", 3, 2, randMat(rng, 3, 2)...)
+		u := must(G.HadamardProd(x, G.NewConstant(2.0)))
+		s := must(AddN(u, x))
+		m := must(Map(product, s, w))
+		cost := must(G.Add(must(G.Sum(must(G.HadamardProd(m, m)))), must(G.Sum(must(G.HadamardProd(u, u))))))
+		cost = must(G.Add(cost, must(G.Sum(must(G.Exp(x))))))
+		return must(G.HadamardProd(cost, G.NewConstant(0.1))), G.Nodes{x, w}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"slices"
 	"sync/atomic"
 
 	"github.com/chewxy/hm"
@@ -144,7 +145,11 @@ func applyOp(op G.Op, args ...*G.Node) (*G.Node, error) {
 	if b, ok := op.(buffered); ok {
 		op = b.withBuf(&outBuf{})
 	}
-	return G.ApplyOp(op, args...)
+	// Gorgonia keeps the argument slice as the node's children. A caller's
+	// slice with spare capacity, appended to later, would rewrite this
+	// node's inputs: two addend ops built from one fused adjoint once
+	// shared a slice that way (TestFusedAdjointTakesTwoAddends).
+	return G.ApplyOp(op, slices.Clone(args)...)
 }
 
 // owned wraps the op's output data as a value, reusing last run's value
