@@ -257,24 +257,17 @@ func NewSE(name string, d int, lengthscale, variance, noise float64) *SE {
 // K implements Kernel: σ² exp(−½ (‖x‖²_w + ‖z‖²_w − 2 x·diag(w)·z)), w = 1/ℓ.
 func (k *SE) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 	e := &graph.Chain{}
-	n, m := x.Shape()[0], z.Shape()[0]
 	cross := e.Do(k.weightedDot(s, x, z))
 	xx := e.Do(k.weightedSqNorms(s, x))
 	zz := xx
 	if z != x {
 		zz = e.Do(k.weightedSqNorms(s, z))
 	}
+	v := e.Do(s.Node(k.Variance))
 	if e.Err != nil {
 		return nil, e.Err
 	}
-	nm := tensor.Shape{n, m}
-	d := e.Do(G.Add(e.Do(graph.BroadcastTo(xx, nm, []int{1})), e.Do(graph.BroadcastTo(zz, nm, []int{0}))))
-	d = e.Do(G.Sub(d, e.Do(G.HadamardProd(cross, G.NewConstant(2.0)))))
-	kk := e.Do(graph.Exp(e.Do(G.HadamardProd(d, G.NewConstant(-0.5)))))
-	if e.Err != nil {
-		return nil, e.Err
-	}
-	return k.amplitudeTimes(s, kk)
+	return graph.ExpQuad(cross, xx, zz, v)
 }
 
 // Diag implements Kernel.
