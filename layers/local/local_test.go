@@ -3,6 +3,7 @@ package local
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -95,7 +96,17 @@ func TestGrow(t *testing.T) {
 // rows keep moving on their momentum, and a row repeated in a batch gets
 // the sum of its gradients.
 func TestDenseRowAdamIsAdamOnTheWholeTable(t *testing.T) {
-	const width, rows, lr = 3, 6, 0.05
+	checkDenseIsAdam(t, 3, 6, 30)
+	// A table of denseSplitMin values or more is stepped on several cores.
+	checkDenseIsAdam(t, 400, 400, 4)
+}
+
+func checkDenseIsAdam(t *testing.T, width, rows, steps int) {
+	t.Helper()
+	if width*rows >= denseSplitMin && runtime.GOMAXPROCS(0) < 2 {
+		t.Logf("GOMAXPROCS %d: the split path is not exercised", runtime.GOMAXPROCS(0))
+	}
+	const lr = 0.05
 	rng := rand.New(rand.NewPCG(3, 4))
 	p := New("rows", width, func(_ *datasets.Dataset, _ int, dst []float64) {
 		for k := range dst {
@@ -106,7 +117,7 @@ func TestDenseRowAdamIsAdamOnTheWholeTable(t *testing.T) {
 	p.SetOptimizer(lr, true)
 	ref := append([]float64(nil), p.Data...)
 	adam := solvers.NewAdam(lr)
-	for step := 0; step < 30; step++ {
+	for step := 0; step < steps; step++ {
 		batch := []int{step % rows, (step + 2) % rows, step % rows} // a repeat
 		g := make([]float64, len(batch)*width)
 		full := make([]float64, rows*width)
@@ -187,4 +198,29 @@ func TestStateRoundTrip(t *testing.T) {
 	if err := small.SetState(big.State()); err == nil || !strings.Contains(err.Error(), "q") {
 		t.Fatalf("got %v, want a refusal naming the table", err)
 	}
+}
+
+// BenchmarkDenseRowAdam times one dense step of a q(x_i) table at MNIST's
+// width (a mean and a variance per pixel), 6 000 rows and a batch of 200:
+// the dense update is O(rows·width) per step, so MNIST's 60 000 rows cost
+// ten times this.
+func BenchmarkDenseRowAdam(b *testing.B) {
+	const rows, width, batch = 6000, 2 * 784, 200
+	p := &Param{Name: "qx", Width: width, Data: make([]float64, rows*width)}
+	p.SetOptimizer(0.001, true)
+	idx := make([]int, batch)
+	grad := make([]float64, batch*width)
+	for i := range idx {
+		idx[i] = i * (rows / batch)
+	}
+	b.ResetTimer()
+	for range b.N {
+		for i := range grad {
+			grad[i] = 1e-3
+		}
+		if err := p.Step(idx, grad); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rows*width)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mvalues/s")
 }
