@@ -81,3 +81,27 @@ func ExampleRowReduce() {
 	fmt.Println(r1.MaxRelErr < 1e-6, r2.MaxRelErr < 1e-6)
 	// Output: true true
 }
+
+// The squared-exponential kernel between two points x = (1, 0) and
+// z = (0, 0) with unit length-scales and variance 2, from its parts: the
+// cross product c = x·z, the squared norms and the variance. K = 2·e^(−½).
+func ExampleExpQuad() {
+	g := G.NewGraph()
+	c := G.NewMatrix(g, G.Float64, G.WithShape(1, 1), G.WithName("c"), G.WithValue(tensor.New(tensor.WithShape(1, 1), tensor.WithBacking([]float64{0}))))
+	xx := G.NewVector(g, G.Float64, G.WithShape(1), G.WithName("xx"), G.WithValue(tensor.New(tensor.WithBacking([]float64{1}))))
+	zz := G.NewVector(g, G.Float64, G.WithShape(1), G.WithName("zz"), G.WithValue(tensor.New(tensor.WithBacking([]float64{0}))))
+	v := G.NewScalar(g, G.Float64, G.WithName("v"), G.WithValue(2.0))
+	k, err := graph.ExpQuad(c, xx, zz, v)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	prog, _ := graph.Compile(g, k)
+	if err := prog.Run(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	got, _ := prog.Float64s(k)
+	fmt.Printf("%.6f %.6f\n", got[0], 2*math.Exp(-0.5))
+	// Output: 1.213061 1.213061
+}
