@@ -88,8 +88,8 @@ func ExampleRowReduce() {
 func ExampleExpQuad() {
 	g := G.NewGraph()
 	c := G.NewMatrix(g, G.Float64, G.WithShape(1, 1), G.WithName("c"), G.WithValue(tensor.New(tensor.WithShape(1, 1), tensor.WithBacking([]float64{0}))))
-	xx := G.NewVector(g, G.Float64, G.WithShape(1), G.WithName("xx"), G.WithValue(tensor.New(tensor.WithBacking([]float64{1}))))
-	zz := G.NewVector(g, G.Float64, G.WithShape(1), G.WithName("zz"), G.WithValue(tensor.New(tensor.WithBacking([]float64{0}))))
+	xx := G.NewVector(g, G.Float64, G.WithShape(1), G.WithName("xx"), G.WithValue(tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{1}))))
+	zz := G.NewVector(g, G.Float64, G.WithShape(1), G.WithName("zz"), G.WithValue(tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{0}))))
 	v := G.NewScalar(g, G.Float64, G.WithName("v"), G.WithValue(2.0))
 	k, err := graph.ExpQuad(c, xx, zz, v)
 	if err != nil {
