@@ -184,6 +184,19 @@ func (l *RobustMax) argmaxProb(s *layers.Scope, mu, v, y *G.Node, own int) (*G.N
 	L = e.Do(G.Sub(L, e.Do(G.HadamardProd(e.Do(G.Square(Z)), G.NewConstant(0.5)))))
 	x3 := e.Do(G.Add(e.Do(graph.BroadcastTo(a, nck, []int{2})),
 		e.Do(G.HadamardProd(e.Do(graph.BroadcastTo(b, nck, []int{2})), e.Do(graph.BroadcastTo(Z, nck, []int{1}))))))
+	if own >= 0 {
+		// Prediction, with every remaining class another: Σ_k e^L Π_c Φ
+		// takes one erfc per element where e^(L + Σ_c log Φ) took a
+		// logarithm more, 2.6 times the time of Φ alone, and Φ's of the
+		// quadrature were a quarter of an MC prediction. The two forms
+		// differ only where the result is below about 1e-300.
+		ph := e.Do(graph.NormCDF(x3))
+		prod := e.Do(graph.Reshape(e.Do(graph.Take(ph, 1, 0, 1)), nk))
+		for j := 1; j < c; j++ {
+			prod = e.Do(G.HadamardProd(prod, e.Do(graph.Reshape(e.Do(graph.Take(ph, 1, j, j+1)), nk))))
+		}
+		return e.Do(G.Sum(e.Do(G.HadamardProd(e.Do(G.Exp(L)), prod)), 1)), e.Err
+	}
 	lp := e.Do(graph.LogNormCDF(x3))
 	if other != nil {
 		lp = e.Do(G.HadamardProd(lp, e.Do(graph.BroadcastTo(other, nck, []int{2}))))
