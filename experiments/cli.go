@@ -26,7 +26,10 @@ run expands the spec's grid (data sets × settings × methods × splits), runs
 it on W parallel workers and appends one JSON line per finished run to
 DIR/results.jsonl (default DIR: out/<spec name>, or out/<spec name>-quick
 with --quick). Rerunning the same command skips the finished runs, so an
-interrupted experiment resumes without losing or repeating work. It then
+interrupted experiment resumes without losing or repeating work; a
+minibatch fit under way checkpoints to DIR/checkpoints/ every
+protocol.checkpoint_minutes and, on SIGTERM or Ctrl-C, at the end of its
+current epoch, and the rerun continues it from there. It then
 writes DIR/report.md, DIR/report.json and the spec's figures (PNG).
 report re-renders them from DIR/results.jsonl.
 With --shard i/n a runner takes a fixed share of the grid (by a hash of

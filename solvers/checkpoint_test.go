@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -199,3 +200,78 @@ var errDiskFull = stringError("disk full")
 type stringError string
 
 func (e stringError) Error() string { return string(e) }
+
+// cancelAt is an objective that cancels its context during step k, as a
+// SIGTERM arriving mid-epoch would.
+type cancelAt struct {
+	*noisyLinReg
+	k, steps int
+	cancel   func()
+}
+
+func (c *cancelAt) Step(b Batch) (float64, [][]float64, error) {
+	c.steps++
+	if c.steps == c.k {
+		c.cancel()
+	}
+	return c.noisyLinReg.Step(b)
+}
+
+// Cancelled in the middle of epoch 4, a checkpointed run finishes that
+// epoch, takes a checkpoint at its end even though the hour between
+// checkpoints has not passed, and reports the cancellation; resumed from
+// that checkpoint it ends exactly where a run straight through ends. A
+// cancellation in the last epoch completes the run. Without a Checkpoint
+// the run stops at once, as before.
+func TestTrainCancelledMidEpochCheckpointsItsEnd(t *testing.T) {
+	cfg := func() TrainConfig {
+		return TrainConfig{N: 40, BatchSize: 7, Epochs: 6, Seed: 11, Optimizer: NewAdam(0.05)}
+	}
+	straight := newNoisyLinReg()
+	wantHist, err := Train(context.Background(), straight, straight.params(), cfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perEpoch = 6 // ⌈40/7⌉
+	for _, k := range []int{3*perEpoch + 2, 5*perEpoch + 4} {
+		ctx, cancel := context.WithCancel(context.Background())
+		first := &cancelAt{noisyLinReg: newNoisyLinReg(), k: k, cancel: cancel}
+		c := cfg()
+		c.CheckpointEvery = time.Hour
+		var saved []*Snapshot
+		c.Checkpoint = func(s *Snapshot) error { saved = append(saved, s); return nil }
+		_, err := Train(ctx, first, first.params(), c)
+		cancel()
+		epoch := (k + perEpoch - 1) / perEpoch
+		if epoch == 6 {
+			if err != nil || !slices.Equal(first.beta, straight.beta) {
+				t.Fatalf("cancelled in the last epoch: err %v, params %v, want the finished run's %v", err, first.beta, straight.beta)
+			}
+			continue
+		}
+		if !errors.Is(err, context.Canceled) || first.steps != epoch*perEpoch {
+			t.Fatalf("cancelled at step %d: err %v after %d steps, want context.Canceled after %d", k, err, first.steps, epoch*perEpoch)
+		}
+		if len(saved) != 1 || saved[0].Epoch != epoch {
+			t.Fatalf("cancelled at step %d: %d checkpoints %v, want one after epoch %d", k, len(saved), saved, epoch)
+		}
+		second := newNoisyLinReg()
+		c = cfg()
+		c.Resume = roundTrip(t, saved[0])
+		hist, err := Train(context.Background(), second, second.params(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(second.beta, straight.beta) || !slices.Equal(withoutDurations(hist), withoutDurations(wantHist)) {
+			t.Fatalf("resumed after a cancellation at step %d: params %v, straight %v", k, second.beta, straight.beta)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	plain := &cancelAt{noisyLinReg: newNoisyLinReg(), k: 3*perEpoch + 2, cancel: cancel}
+	_, err = Train(ctx, plain, plain.params(), cfg())
+	cancel()
+	if !errors.Is(err, context.Canceled) || plain.steps != 3*perEpoch+2 {
+		t.Fatalf("without a checkpoint: err %v after %d steps, want context.Canceled after %d", err, plain.steps, 3*perEpoch+2)
+	}
+}

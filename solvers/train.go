@@ -72,7 +72,9 @@ type TrainConfig struct {
 	// at the end of an epoch once at least this long has passed since
 	// training (or this session of it) started or since the last one. 0 =
 	// every epoch. Writing a large model's state takes time, which hourly
-	// checkpoints of an hours-long fit keep negligible.
+	// checkpoints of an hours-long fit keep negligible. When ctx is
+	// cancelled, a checkpointed run finishes the epoch it is in and takes a
+	// checkpoint whatever the time since the last (see Train).
 	CheckpointEvery time.Duration
 	// Resume, if non-nil, continues the run a Checkpoint saved: params,
 	// optimiser and objective state are restored, training goes on at epoch
@@ -141,7 +143,11 @@ func (h History) Losses() []float64 {
 //   - the loss or any gradient element is NaN or ±Inf (a *NonFiniteError
 //     naming the parameter or "objective"; the optimiser is not stepped, so
 //     params still hold their last finite values);
-//   - ctx is cancelled (checked before every step; the error wraps ctx.Err());
+//   - ctx is cancelled (checked before every step; the error wraps ctx.Err()).
+//     With cfg.Checkpoint the epoch under way is finished first (its
+//     callback included) and a checkpoint taken, unless one already holds
+//     this point, so that a stopped run (SIGTERM from a scheduler ending a
+//     job) loses no work; an epoch that ends the run returns normally;
 //   - obj.Step fails, other than a Cholesky failure that can be recovered by
 //     raising the jitter (see Jitterer and TrainConfig.MaxJitterIncreases);
 //   - the optimiser or the callback fails.
@@ -193,6 +199,24 @@ func Train(ctx context.Context, obj Objective, params []Param, cfg TrainConfig) 
 	prog := newProgress(cfg.Progress, cfg.Epochs, perEpoch, cfg.MaxIterations)
 	prog.base = iter
 	lastCheckpoint := time.Now()
+	savedAt := -1 // the epoch whose end the last checkpoint holds
+	if cfg.Resume != nil {
+		savedAt = cfg.Resume.Epoch
+	}
+	// draining is the cancellation met mid-epoch by a checkpointed run: the
+	// epoch is finished, checkpointed, and then this error returned.
+	var draining error
+	save := func(epoch int) error {
+		s, err := snapshot(obj, cfg.Optimizer, params, epoch, iter, hist, jit.increases)
+		if err == nil {
+			err = cfg.Checkpoint(s)
+		}
+		if err != nil {
+			return fmt.Errorf("solvers: checkpoint after epoch %d: %w", epoch, err)
+		}
+		lastCheckpoint, savedAt = time.Now(), epoch
+		return nil
+	}
 
 	for epoch := first; epoch <= cfg.Epochs; epoch++ {
 		if cfg.MaxIterations > 0 && iter >= cfg.MaxIterations {
@@ -224,8 +248,20 @@ func Train(ctx context.Context, obj Objective, params []Param, cfg TrainConfig) 
 				cut = true
 				break
 			}
-			if err := ctx.Err(); err != nil {
-				return fail(fmt.Errorf("solvers: training cancelled in epoch %d after %d iterations: %w", epoch, iter, err))
+			if err := ctx.Err(); err != nil && draining == nil {
+				cancelled := fmt.Errorf("solvers: training cancelled in epoch %d after %d iterations: %w", epoch, iter, err)
+				switch {
+				case cfg.Checkpoint == nil:
+					return fail(cancelled)
+				case steps == 0: // at an epoch boundary: the state is the last epoch's end
+					if iter > 0 && savedAt != epoch-1 {
+						if err := save(epoch - 1); err != nil {
+							return hist, err
+						}
+					}
+					return hist, cancelled
+				}
+				draining = fmt.Errorf("solvers: training cancelled in epoch %d after %d iterations, checkpointed at the epoch's end: %w", epoch, iter, err)
 			}
 			it := iter + 1
 			where := fmt.Sprintf("epoch %d, iteration %d", epoch, it)
@@ -242,7 +278,7 @@ func Train(ctx context.Context, obj Objective, params []Param, cfg TrainConfig) 
 				}
 				// Jitter raised: retry the same batch, as a fresh batch would
 				// make the failure depend on the shuffle.
-				if cerr := ctx.Err(); cerr != nil {
+				if cerr := ctx.Err(); cerr != nil && draining == nil {
 					return fail(fmt.Errorf("solvers: training cancelled in epoch %d after %d iterations: %w", epoch, iter, cerr))
 				}
 			}
@@ -281,18 +317,16 @@ func Train(ctx context.Context, obj Objective, params []Param, cfg TrainConfig) 
 				return hist, fmt.Errorf("solvers: callback after epoch %d: %w", epoch, err)
 			}
 		}
-		if cfg.Checkpoint != nil && time.Since(lastCheckpoint) >= cfg.CheckpointEvery {
-			s, err := snapshot(obj, cfg.Optimizer, params, epoch, iter, hist, jit.increases)
-			if err == nil {
-				err = cfg.Checkpoint(s)
+		if cfg.Checkpoint != nil && (draining != nil || time.Since(lastCheckpoint) >= cfg.CheckpointEvery) {
+			if err := save(epoch); err != nil {
+				return hist, err
 			}
-			if err != nil {
-				return hist, fmt.Errorf("solvers: checkpoint after epoch %d: %w", epoch, err)
-			}
-			lastCheckpoint = time.Now()
 		}
 		if cut {
 			break
+		}
+		if draining != nil && epoch < cfg.Epochs && (cfg.MaxIterations == 0 || iter < cfg.MaxIterations) {
+			return hist, draining
 		}
 	}
 	return hist, nil
