@@ -62,3 +62,16 @@ func splits(n, align int, cost float64) bool {
 	}
 	return runtime.GOMAXPROCS(0) >= 2 && float64(n)*cost >= parallelMinWork && n/align >= 2
 }
+
+// ParallelFor is parallelFor for loops outside graphs (per-row work of
+// likelihoods and of per-point tables): body over [0, n) in one contiguous
+// chunk per core, chunk boundaries multiples of align, when n·cost (cost ≈
+// nanoseconds per element) is worth splitting, else in one call.
+func ParallelFor(n, align int, cost float64, body func(lo, hi int)) {
+	parallelFor(n, align, cost, body)
+}
+
+// Splits reports whether ParallelFor(n, align, cost, …) would split: a
+// caller in a hot path tests it first and calls its loop directly
+// otherwise, as the closure it would hand ParallelFor is a heap allocation.
+func Splits(n, align int, cost float64) bool { return splits(n, align, cost) }

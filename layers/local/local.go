@@ -9,10 +9,9 @@ package local
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/graph"
 )
 
 // InitFunc writes the initial values of training row i into dst (Width values).
@@ -176,32 +175,19 @@ func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
 	// The rows are independent, and at MNIST's size (60 000 rows of 1 568
 	// values, a square root and a division each) the step is far longer than
 	// the graph's, so large tables are split across cores.
-	workers := 1
-	if n*w >= denseSplitMin {
-		workers = min(runtime.GOMAXPROCS(0), n)
-	}
-	if workers == 1 {
-		r.denseRows(0, n, grad, x, c1, c2)
+	if cost := denseValueCost * float64(w); graph.Splits(n, 1, cost) {
+		graph.ParallelFor(n, 1, cost, func(lo, hi int) { r.denseRows(lo, hi, grad, x, c1, c2) })
 	} else {
-		var wg sync.WaitGroup
-		for k := 0; k < workers; k++ {
-			wg.Add(1)
-			go func(lo, hi int) {
-				defer wg.Done()
-				r.denseRows(lo, hi, grad, x, c1, c2)
-			}(n*k/workers, n*(k+1)/workers)
-		}
-		wg.Wait()
+		r.denseRows(0, n, grad, x, c1, c2)
 	}
 	for _, i := range rows {
 		r.seen[i] = 0
 	}
 }
 
-// denseSplitMin is the table size (values) from which a dense step is split
-// across cores: about half a millisecond of work, well above the tens of
-// microseconds that waking another core costs.
-const denseSplitMin = 1 << 17
+// denseValueCost is a dense step's time per value in nanoseconds (a square
+// root and a division), for deciding whether to split it across cores.
+const denseValueCost = 5
 
 // denseRows is denseStep's update of rows [lo, hi).
 func (r *RowAdam) denseRows(lo, hi int, grad, x []float64, c1, c2 float64) {

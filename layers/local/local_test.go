@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/solvers"
 )
 
@@ -97,13 +98,13 @@ func TestGrow(t *testing.T) {
 // the sum of its gradients.
 func TestDenseRowAdamIsAdamOnTheWholeTable(t *testing.T) {
 	checkDenseIsAdam(t, 3, 6, 30)
-	// A table of denseSplitMin values or more is stepped on several cores.
+	// A table this large is stepped on several cores.
 	checkDenseIsAdam(t, 400, 400, 4)
 }
 
 func checkDenseIsAdam(t *testing.T, width, rows, steps int) {
 	t.Helper()
-	if width*rows >= denseSplitMin && runtime.GOMAXPROCS(0) < 2 {
+	if !graph.Splits(rows, 1, denseValueCost*float64(width)) && width*rows > 1000 {
 		t.Logf("GOMAXPROCS %d: the split path is not exercised", runtime.GOMAXPROCS(0))
 	}
 	const lr = 0.05
