@@ -1,6 +1,10 @@
 package graph
 
-import "math"
+import (
+	"math"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
+)
 
 // expTaylor holds 1/k! for the polynomial of exp on [−ln2/2, ln2/2].
 var expTaylor = func() (c [14]float64) {
@@ -51,3 +55,33 @@ func exp(x float64) float64 {
 // ExpValue is eˣ for a number as the Exp op computes it: within 3 ulp of
 // math.Exp and about twice as fast in a loop.
 func ExpValue(x float64) float64 { return exp(x) }
+
+// expConsts is the vector kernel's copy of exp's constants.
+var expConsts = gemm.NewExpConsts(1.44269504088896338700e+00, 6.93147180369123816490e-01, 1.90821492927058770002e-10, &expTaylor)
+
+// expSlice sets dst[i] = exp(src[i]), bit for bit, four elements at a time
+// with the AVX2 kernel where the CPU has it (about four times the scalar
+// loop's rate, which is bound near 5 ns an element by the polynomial's
+// arithmetic); groups with an element outside the fast range, and the last
+// few elements, take the scalar path. dst may be src.
+func expSlice(dst, src []float64) {
+	src = src[:len(dst)]
+	i := 0
+	for i+4 <= len(src) {
+		i += gemm.Exp(dst[i:], src[i:], expConsts)
+		if i+4 > len(src) {
+			break
+		}
+		for j := i; j < i+4; j++ { // the group the kernel stopped at, or all without it
+			dst[j] = exp(src[j])
+		}
+		i += 4
+	}
+	for ; i < len(src); i++ {
+		dst[i] = exp(src[i])
+	}
+}
+
+// ExpValues sets dst[i] = eˣ of src[i] as ExpValue would, four at a time
+// where the CPU allows; dst may be src.
+func ExpValues(dst, src []float64) { expSlice(dst, src) }

@@ -63,6 +63,11 @@ func BenchmarkExp(b *testing.B) {
 			}
 		}
 	})
+	b.Run("slice", func(b *testing.B) {
+		for range b.N {
+			expSlice(out, x)
+		}
+	})
 	b.Run("math", func(b *testing.B) {
 		for range b.N {
 			for i, v := range x {
@@ -70,4 +75,35 @@ func BenchmarkExp(b *testing.B) {
 			}
 		}
 	})
+}
+
+// expSlice equals exp bit for bit, in place and not, at every length and
+// alignment, with out-of-range values, infinities and NaN in any lane.
+func TestExpSliceMatchesExp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	special := []float64{-708, 709, -745, 710, math.Inf(1), math.Inf(-1), math.NaN(), 0, -0.0}
+	for n := 0; n < 70; n++ {
+		for trial := range 20 {
+			src := make([]float64, n)
+			for i := range src {
+				src[i] = (rng.Float64() - 0.5) * 1400
+				if trial%3 == 0 && rng.IntN(9) == 0 {
+					src[i] = special[rng.IntN(len(special))]
+				}
+			}
+			dst := make([]float64, n)
+			expSlice(dst, src)
+			in := append([]float64(nil), src...)
+			expSlice(in, in)
+			for i, x := range src {
+				want := exp(x)
+				if math.Float64bits(dst[i]) != math.Float64bits(want) && !(math.IsNaN(want) && math.IsNaN(dst[i])) {
+					t.Fatalf("n=%d: expSlice(%v) = %v, exp = %v", n, x, dst[i], want)
+				}
+				if math.Float64bits(in[i]) != math.Float64bits(dst[i]) {
+					t.Fatalf("n=%d: in place %v, out of place %v at %v", n, in[i], dst[i], x)
+				}
+			}
+		}
+	}
 }

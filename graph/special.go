@@ -137,7 +137,7 @@ func (op specialOp) Do(vs ...G.Value) (G.Value, error) {
 	out := op.buf.take(len(x))
 	cost := 30.0 // ns per element: erfc, or a continued fraction in the tail
 	if op.fn == fnExp {
-		cost = 4
+		cost = 1.5 // expSlice
 	}
 	if splits(len(x), 1, cost) {
 		parallelFor(len(x), 1, cost, func(lo, hi int) { op.fn.evalRange(x[lo:hi], out[lo:hi]) })
@@ -150,10 +150,8 @@ func (op specialOp) Do(vs ...G.Value) (G.Value, error) {
 // evalRange sets out[i] = f(x[i]).
 func (f specialFn) evalRange(x, out []float64) {
 	out = out[:len(x)]
-	if f == fnExp { // the common case, without a switch per element
-		for i, v := range x {
-			out[i] = exp(v)
-		}
+	if f == fnExp { // the common case, four at a time
+		expSlice(out, x)
 		return
 	}
 	for i, v := range x {

@@ -324,8 +324,8 @@ func (l *RobustMax) predictRows(c int) *graph.RowFunc {
 // argmaxProbRow is one row of argmaxProb for a class against the others,
 // in the same order of operations: the rule's mode z and scale by newton
 // Newton steps (none for a negative newton, the plain rule), then
-// Σ_k e^(L_k) Π_c Φ(a_c + b_c Z_k) (e^(L_k) by graph.ExpValue, within 3 ulp
-// of the graph's math.Exp).
+// Σ_k e^(L_k) Π_c Φ(a_c + b_c Z_k) (e^(L_k) by graph.ExpValues, within 3
+// ulp of the graph's math.Exp).
 func argmaxProbRow(a, b, t, ck []float64, newton int, zs, ls []float64) float64 {
 	z, scale, centred := 0.0, 1.0, newton >= 0
 	for it := 0; it <= newton; it++ {
@@ -363,6 +363,7 @@ func argmaxProbRow(a, b, t, ck []float64, newton int, zs, ls []float64) float64 
 		zs[i] = zk
 		ls[i] = lk - zk*zk*0.5
 	}
+	graph.ExpValues(ls, ls)
 	p := 0.0
 	for i, zk := range zs {
 		prod := 1.0
@@ -374,7 +375,7 @@ func argmaxProbRow(a, b, t, ck []float64, newton int, zs, ls []float64) float64 
 				prod *= ph
 			}
 		}
-		p += graph.ExpValue(ls[i]) * prod
+		p += ls[i] * prod
 	}
 	return p
 }

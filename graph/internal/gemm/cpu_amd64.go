@@ -47,3 +47,10 @@ func init() {
 func asmKernel(kc int, a, b, c []float64, ldc int, alpha float64, set bool) {
 	kernel6x8(kc, &a[0], &b[0], &c[0], ldc, alpha, set)
 }
+
+// expKernel is Exp's loop, in exp_amd64.s.
+//
+//go:noescape
+func expKernel(dst, src *float64, groups int, k *ExpConsts) int
+
+func init() { hasExpKernel = KernelName != "go" }

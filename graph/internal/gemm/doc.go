@@ -7,5 +7,8 @@
 // pure-Go Dgemm (SSE2 dot/axpy loops) peaks near 3 G multiply-adds/s on
 // two cores. Implementation plugs this Dgemm into gonum's blas64 (and
 // hence into every gpc op and Gorgonia's own products) without cgo.
-// The purego build tag disables the assembly.
+// The package also holds gpc's other AVX2 kernel, a four-lane exponential
+// (Exp) that shares the CPU detection: the squared-exponential kernel is an
+// exponential per entry, and a Monte Carlo prediction evaluates tens of
+// millions of them. The purego build tag disables the assembly.
 package gemm
