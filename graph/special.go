@@ -106,8 +106,8 @@ func InvMills(x *G.Node) (*G.Node, error) { return applySpecial(fnInvMills, x) }
 // Its gradient is 1 + λ' = 1 − λ(x + λ).
 func millsGapNode(x *G.Node) (*G.Node, error) { return applySpecial(fnMillsGap, x) }
 
-// Exp returns eˣ elementwise, within 3 ulp of math.Exp and about twice as
-// fast (see exp). Unlike gorgonia.Exp it splits a large input across cores
+// Exp returns eˣ elementwise, within 3 ulp of math.Exp and, four lanes at a
+// time in AVX2, about four times as fast (see expSlice). Unlike gorgonia.Exp it splits a large input across cores
 // and does not first copy the input; its gradient ḡ ⊙ eˣ reuses the output
 // node.
 func Exp(x *G.Node) (*G.Node, error) { return applySpecial(fnExp, x) }
