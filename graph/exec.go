@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"os"
+	"sync/atomic"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -28,6 +29,11 @@ type flat struct {
 	// them (ready), later runs keep their outputs.
 	held  []bool
 	ready bool
+	// users lists each step's consumers (once per argument position), and
+	// workers is how many goroutines run the steps (1: in order).
+	users   [][]int32
+	workers int
+	pending []atomic.Int32
 }
 
 type flatStep struct {
@@ -73,60 +79,73 @@ func newFlat(g *G.ExprGraph) (*flat, error) {
 		f.index[n] = len(f.steps)
 		f.steps = append(f.steps, st)
 	}
+	f.plan()
 	return f, nil
 }
 
-// run executes every step once.
+// run executes every step once: in schedule order, or side by side on
+// f.workers goroutines when the graph is wide enough (see interop.go).
 func (f *flat) run() error {
+	if f.workers > 1 {
+		return f.runParallel(f.workers)
+	}
 	for i := range f.steps {
-		st := &f.steps[i]
-		if f.ready && f.held[i] {
-			continue
+		if err := f.exec(i); err != nil {
+			return err
 		}
-		if st.leaf {
-			if v := st.node.Value(); v != nil {
-				st.out = v
-				continue
-			}
-			if st.op == nil {
-				return fmt.Errorf("graph: input %s has no value", st.node.Name())
-			}
-			if st.out == nil {
-				v, err := st.op.Do()
-				if err != nil {
-					return fmt.Errorf("graph: %s: %w", st.node.Name(), err)
-				}
-				st.out = v
-			}
-			continue
-		}
-		for k, j := range st.in {
-			st.args[k] = f.steps[j].out
-		}
-		if st.fast != nil {
-			if v, ok := st.fast.do(st.args); ok {
-				st.out = v
-				continue
-			}
-		}
-		var v G.Value
-		var err error
-		if st.pd != nil && st.out != nil && !aliases(st.out, st.args) {
-			v, err = st.pd.UsePreallocDo(st.out, st.args...)
-			if err != nil {
-				v, err = st.op.Do(st.args...)
-			}
-		} else {
-			v, err = st.op.Do(st.args...)
-		}
-		if err != nil {
-			return fmt.Errorf("graph: %s (%v): %w", st.node.Name(), st.op, err)
-		}
-		st.out = v
 	}
 	if f.held != nil {
 		f.ready = true
 	}
+	return nil
+}
+
+// exec runs step i, whose arguments are computed.
+func (f *flat) exec(i int) error {
+	st := &f.steps[i]
+	if f.ready && f.held[i] {
+		return nil
+	}
+	if st.leaf {
+		if v := st.node.Value(); v != nil {
+			st.out = v
+			return nil
+		}
+		if st.op == nil {
+			return fmt.Errorf("graph: input %s has no value", st.node.Name())
+		}
+		if st.out == nil {
+			v, err := st.op.Do()
+			if err != nil {
+				return fmt.Errorf("graph: %s: %w", st.node.Name(), err)
+			}
+			st.out = v
+		}
+		return nil
+	}
+	for k, j := range st.in {
+		st.args[k] = f.steps[j].out
+	}
+	if st.fast != nil {
+		if v, ok := st.fast.do(st.args); ok {
+			st.out = v
+			return nil
+		}
+	}
+	var v G.Value
+	var err error
+	if st.pd != nil && st.out != nil && !aliases(st.out, st.args) {
+		v, err = st.pd.UsePreallocDo(st.out, st.args...)
+		if err != nil {
+			v, err = st.op.Do(st.args...)
+		}
+	} else {
+		v, err = st.op.Do(st.args...)
+	}
+	if err != nil {
+		return fmt.Errorf("graph: %s (%v): %w", st.node.Name(), st.op, err)
+	}
+	st.out = v
 	return nil
 }
 

@@ -1,8 +1,9 @@
 package graph
 
 import (
-	"runtime"
 	"sync"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // parallelMinWork is the smallest loop, in elements times per-element cost
@@ -25,7 +26,7 @@ func parallelFor(n, align int, cost float64, body func(lo, hi int)) {
 		body(0, n)
 		return
 	}
-	workers := runtime.GOMAXPROCS(0)
+	workers := gemm.Procs()
 	if align < 1 {
 		align = 1
 	}
@@ -60,7 +61,7 @@ func splits(n, align int, cost float64) bool {
 	if align < 1 {
 		align = 1
 	}
-	return runtime.GOMAXPROCS(0) >= 2 && float64(n)*cost >= parallelMinWork && n/align >= 2
+	return gemm.Procs() >= 2 && float64(n)*cost >= parallelMinWork && n/align >= 2
 }
 
 // ParallelFor is parallelFor for loops outside graphs (per-row work of

@@ -118,6 +118,16 @@ func (p *Program) Hold(varying ...*G.Node) {
 	p.f.hold(v)
 }
 
+// Sequential makes the program run its ops one after another on the
+// caller's goroutine. A program whose graph is wide (several classes' chains
+// of work) otherwise runs its ops side by side on the machine's cores; a
+// caller that already runs one program per core asks for this.
+func (p *Program) Sequential() {
+	if p.f != nil {
+		p.f.sequential()
+	}
+}
+
 // Release ends Hold: every run computes every op again.
 func (p *Program) Release() {
 	if p.f != nil {

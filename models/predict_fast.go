@@ -73,7 +73,8 @@ func (m *Model) predictSampled(ctx context.Context, s inputs.Sampler, x []float6
 			closeAll()
 			real, k = r, stackedDraws(r, samples)
 			runs := (samples + k - 1) / k
-			for range min(runtime.GOMAXPROCS(0), runs) {
+			graphs := min(runtime.GOMAXPROCS(0), runs)
+			for range graphs {
 				g, err := interruptibly(ctx, func() (*testGraph, error) { return m.buildPredict(k * real) })
 				if err != nil {
 					return nil, err
@@ -86,6 +87,9 @@ func (m *Model) predictSampled(ctx context.Context, s inputs.Sampler, x []float6
 					return nil, err
 				}
 				g.prog.Hold(g.x.node, g.v.node)
+				if graphs > 1 { // the runs of a wave already use every core
+					g.prog.Sequential()
+				}
 			}
 		}
 		acc, err := m.sampleStacked(ctx, pgs, s, x, noise, start, rows, real, k, rng)

@@ -1,7 +1,6 @@
 package gemm
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -61,7 +60,7 @@ func goKernel(kc int, a, b, c []float64, ldc int, alpha float64, set bool) {
 // As in BLAS, C is not read when beta is 0. Arguments are not checked:
 // callers (Implementation.Dgemm) validate them.
 func Dgemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	dgemm(runtime.GOMAXPROCS(0), tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	dgemm(Procs(), tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // dgemm is Dgemm on at most workers goroutines.
@@ -88,7 +87,7 @@ type Term struct {
 // run at the speed of one product with k = 1000, a quarter faster than
 // ten calls. Arguments are not checked.
 func DgemmSum(m, n int, terms []Term, beta float64, c []float64, ldc int) {
-	dgemmSum(runtime.GOMAXPROCS(0), m, n, terms, beta, c, ldc)
+	dgemmSum(Procs(), m, n, terms, beta, c, ldc)
 }
 
 func dgemmSum(workers, m, n int, terms []Term, beta float64, c []float64, ldc int) {

@@ -1,8 +1,6 @@
 package gemm
 
 import (
-	"runtime"
-
 	"gonum.org/v1/gonum/blas"
 )
 
@@ -27,7 +25,7 @@ func (impl Implementation) Dtrmm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 		impl.trmm(1, ul, trans, d, m, n1, a, lda, b, ldb)
 		<-done
 	} else {
-		impl.trmm(runtime.GOMAXPROCS(0), ul, trans, d, m, n, a, lda, b, ldb)
+		impl.trmm(Procs(), ul, trans, d, m, n, a, lda, b, ldb)
 	}
 	if alpha != 1 {
 		for i := 0; i < m; i++ {

@@ -1,8 +1,6 @@
 package gemm
 
 import (
-	"runtime"
-
 	"gonum.org/v1/gonum/blas"
 )
 
@@ -39,7 +37,7 @@ func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 		<-done
 		return
 	}
-	impl.trsm(runtime.GOMAXPROCS(0), ul, trans, d, m, n, a, lda, b, ldb)
+	impl.trsm(Procs(), ul, trans, d, m, n, a, lda, b, ldb)
 }
 
 // blockedLeft reports whether a left-side triangular routine of these
@@ -60,7 +58,7 @@ func blockedLeft(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n
 // The callers start the goroutine themselves: a closure handed to a shared
 // helper would escape and cost an allocation on the serial path too.
 func columnSplit(m, n int) (n1 int, ok bool) {
-	if runtime.GOMAXPROCS(0) > 1 && n >= 2*nr && m*m*n >= 2*parallelMin {
+	if Procs() > 1 && n >= 2*nr && m*m*n >= 2*parallelMin {
 		return roundUp(n/2, nr), true
 	}
 	return 0, false

@@ -1,0 +1,190 @@
+package graph
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
+)
+
+// wideGraph is a multi-class sparse-GP computation: chains classes
+// independent Cholesky-factored kernels on shared inputs x, joined in one
+// cost, with the gradients for x and every class's z. With bad set, the
+// last class's K_ZZ is not positive definite.
+func wideGraph(t *testing.T, classes int, bad bool) (p *Program, x *G.Node, outs G.Nodes) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(41, 42))
+	const n, m, d = 60, 30, 5
+	g := G.NewGraph()
+	x = matrix(g, "x", n, d, randMat(rng, n, d)...)
+	e := &Chain{}
+	var cost *G.Node
+	wrt := G.Nodes{x}
+	for c := range classes {
+		z := matrix(g, "z"+string(rune('a'+c)), m, d, randMat(rng, m, d)...)
+		wrt = append(wrt, z)
+		kzz := e.Do(Exp(e.Do(G.HadamardProd(e.Do(SqDist(z, z)), G.NewConstant(-0.5)))))
+		jit := 1e-6
+		if bad && c == classes-1 {
+			jit = -2
+		}
+		kzz = e.Do(G.Add(kzz, e.Do(DiagMatrix(e.Do(G.HadamardProd(e.Do(Diag(kzz)), G.NewConstant(jit)))))))
+		kxz := e.Do(Exp(e.Do(G.HadamardProd(e.Do(SqDist(x, z)), G.NewConstant(-0.5)))))
+		l := e.Do(Cholesky(kzz))
+		a := e.Do(TriSolve(l, e.Do(G.Transpose(kxz)), true, false))
+		v := e.Do(G.Sub(e.Do(G.Sum(e.Do(Square(kxz)), 1)), e.Do(G.Sum(e.Do(Square(a)), 0))))
+		term := e.Do(G.Add(e.Do(G.Sum(e.Do(NormCDF(v)))), e.Do(LogDetChol(l))))
+		if cost == nil {
+			cost = term
+		} else {
+			cost = e.Do(G.Add(cost, term))
+		}
+	}
+	if e.Err != nil {
+		t.Fatal(e.Err)
+	}
+	grads, err := Grad(cost, wrt...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs = append(G.Nodes{cost}, grads...)
+	if p, err = Compile(g, outs...); err != nil {
+		t.Fatal(err)
+	}
+	return p, x, outs
+}
+
+// sideBySide makes p run on two workers whatever its width.
+func sideBySide(p *Program) {
+	p.f.workers = 2
+	p.f.pending = make([]atomicInt32s, len(p.f.steps))
+}
+
+// Run side by side, a wide graph gives bit for bit what it gives run in
+// order with every op on one goroutine (gemm.Serial), over repeated runs
+// with new inputs and while held.
+func TestInterOpMatchesSequential(t *testing.T) {
+	par, px, pOuts := wideGraph(t, 6, false)
+	seq, sx, sOuts := wideGraph(t, 6, false)
+	sideBySide(par)
+	seq.Sequential()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for run := range 6 {
+		if run == 3 {
+			par.Hold(px)
+			seq.Hold(sx)
+		}
+		xs := randMat(rng, 60, 5)
+		for _, p := range []struct {
+			prog *Program
+			x    *G.Node
+		}{{par, px}, {seq, sx}} {
+			if err := G.Let(p.x, tensor.New(tensor.WithShape(60, 5), tensor.WithBacking(append([]float64(nil), xs...)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := par.Run(); err != nil {
+			t.Fatal(err)
+		}
+		release := gemm.Serial()
+		err := seq.Run()
+		release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range pOuts {
+			a, _ := par.Float64s(pOuts[i])
+			b, _ := seq.Float64s(sOuts[i])
+			if len(a) == 0 || len(a) != len(b) {
+				t.Fatalf("run %d output %d: %d and %d values", run, i, len(a), len(b))
+			}
+			for j := range a {
+				if math.Float64bits(a[j]) != math.Float64bits(b[j]) {
+					t.Fatalf("run %d output %d[%d]: side by side %v, in order %v", run, i, j, a[j], b[j])
+				}
+			}
+		}
+	}
+}
+
+// A failing op ends a side-by-side run with its error (the one callers act
+// on), and a panicking op with an error, not a crash or a hang; the
+// program runs again afterwards.
+func TestInterOpErrorsAndPanics(t *testing.T) {
+	p, _, _ := wideGraph(t, 4, true)
+	sideBySide(p)
+	for range 2 {
+		if err := p.Run(); !errors.Is(err, ErrNotPositiveDefinite) {
+			t.Fatalf("err = %v, want ErrNotPositiveDefinite", err)
+		}
+	}
+	g := G.NewGraph()
+	x := matrix(g, "x", 4, 3, make([]float64, 12)...)
+	boom := &RowFunc{Name: "boom", Out: 1, F: func(in [][]float64, out, _ []float64) { panic("boom") }}
+	fine := &RowFunc{Name: "fine", Out: 1, F: func(in [][]float64, out, _ []float64) { out[0] = 1 }}
+	r1, err := Rows(boom, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Rows(fine, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := G.Add(r1, r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Compile(g, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sideBySide(q)
+	if err := q.Run(); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("err = %v, want the panic as an error", err)
+	}
+}
+
+// plan keeps a small graph in order and runs a wide, heavy one side by side.
+func TestInterOpPlan(t *testing.T) {
+	if interOpMode != "" {
+		t.Skip("GPC_INTEROP is set")
+	}
+	small, _, _ := wideGraph(t, 6, false)
+	if small.f.workers != 1 {
+		t.Errorf("a small wide graph got %d workers, want 1", small.f.workers)
+	}
+	g := G.NewGraph()
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := matrix(g, "x", 200, 400, randMat(rng, 200, 400)...)
+	var sum *G.Node
+	for c := range 4 {
+		z := matrix(g, "z"+string(rune('a'+c)), 100, 400, randMat(rng, 100, 400)...)
+		k := must(MatMul(z, x, false, true))
+		s := must(G.Sum(must(Square(k))))
+		if sum == nil {
+			sum = s
+		} else {
+			sum = must(G.Add(sum, s))
+		}
+	}
+	p, err := Compile(g, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := min(4, gemmProcs()); want >= 2 && p.f.workers < 2 {
+		t.Errorf("four independent 8 M multiply-add chains got %d workers", p.f.workers)
+	}
+}
+
+// atomicInt32s is the element type of flat.pending.
+type atomicInt32s = atomic.Int32
+
+// gemmProcs is the goroutines a product may use now.
+func gemmProcs() int { return gemm.Procs() }
