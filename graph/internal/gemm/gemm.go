@@ -125,7 +125,7 @@ func dgemmSum(workers, m, n int, terms []Term, beta float64, c []float64, ldc in
 	if workers = min(workers, p.mBlocks*p.nBlocks); workers <= 1 {
 		// On the caller's stack: a small product allocates nothing.
 		j := job{p: p, c: c, ldc: ldc, set: set}
-		j.work(terms)
+		j.workSerial(terms)
 		return
 	}
 	// The goroutines share the job, so it and its terms live on the heap;
@@ -234,7 +234,6 @@ func (j *job) work(terms []Term) {
 func (j *job) task(buf *buffers, terms []Term, i0, j0 int) {
 	p := j.p
 	mc, nc := min(p.mc, p.m-i0), min(p.nc, p.n-j0)
-	mcR, ncR := roundUp(mc, mr), roundUp(nc, nr)
 	first := j.set
 	for ti := range terms {
 		t := &terms[ti]
@@ -242,43 +241,89 @@ func (j *job) task(buf *buffers, terms []Term, i0, j0 int) {
 			continue
 		}
 		kcT := kBlock(t.K)
-		if need := mcR * kcT; len(buf.a) < need {
-			buf.a = make([]float64, need)
-		}
-		if need := ncR * kcT; len(buf.b) < need {
-			buf.b = make([]float64, need)
-		}
+		buf.fit(roundUp(mc, mr)*kcT, roundUp(nc, nr)*kcT)
 		for p0 := 0; p0 < t.K; p0 += kcT {
 			kc := min(kcT, t.K-p0)
 			set := first
 			first = false
 			packA(t, buf.a, i0, mc, p0, kc)
 			packB(t, buf.b, j0, nc, p0, kc)
-			for jr := 0; jr < nc; jr += nr {
-				bs := buf.b[jr*kc : (jr+nr)*kc]
-				cols := min(nr, nc-jr)
-				for ir := 0; ir < mc; ir += mr {
-					as := buf.a[ir*kc : (ir+mr)*kc]
-					rows := min(mr, mc-ir)
-					off := (i0+ir)*j.ldc + j0 + jr
-					if rows == mr && cols == nr {
-						microKernel(kc, as, bs, j.c[off:], j.ldc, t.Alpha, set)
-						continue
-					}
-					// Edge tile: compute into a scratch tile, then store or
-					// add the valid part.
-					microKernel(kc, as, bs, buf.tile[:], nr, t.Alpha, true)
-					for r := 0; r < rows; r++ {
-						cr := j.c[off+r*j.ldc : off+r*j.ldc+cols]
-						tl := buf.tile[r*nr : r*nr+cols]
-						if set {
-							copy(cr, tl)
-							continue
-						}
-						for c := range cr {
-							cr[c] += tl[c]
-						}
-					}
+			j.block(buf, t.Alpha, i0, mc, j0, nc, kc, set)
+		}
+	}
+}
+
+// workSerial is work on one goroutine in the classic loop order: each
+// kc×nc panel of B is packed once and swept by every mc-row block of A,
+// where the task grid packs it once per row block (the tasks exist to be
+// shared among goroutines). Under inter-op scheduling every product runs
+// here, and the products of a 1 024-row batch packed B nine times: the
+// packing was 15% of a ten-class UCI step against the kernel's 35%.
+func (j *job) workSerial(terms []Term) {
+	buf := bufPool.Get().(*buffers)
+	defer bufPool.Put(buf)
+	p := j.p
+	for j0 := 0; j0 < p.n; j0 += p.nc {
+		nc := min(p.nc, p.n-j0)
+		first := j.set
+		for ti := range terms {
+			t := &terms[ti]
+			if !t.live() {
+				continue
+			}
+			kcT := kBlock(t.K)
+			buf.fit(roundUp(p.mc, mr)*kcT, roundUp(nc, nr)*kcT)
+			for p0 := 0; p0 < t.K; p0 += kcT {
+				kc := min(kcT, t.K-p0)
+				set := first
+				first = false
+				packB(t, buf.b, j0, nc, p0, kc)
+				for i0 := 0; i0 < p.m; i0 += p.mc {
+					mc := min(p.mc, p.m-i0)
+					packA(t, buf.a, i0, mc, p0, kc)
+					j.block(buf, t.Alpha, i0, mc, j0, nc, kc, set)
+				}
+			}
+		}
+	}
+}
+
+// fit grows the packing buffers to hold na and nb elements.
+func (b *buffers) fit(na, nb int) {
+	if len(b.a) < na {
+		b.a = make([]float64, na)
+	}
+	if len(b.b) < nb {
+		b.b = make([]float64, nb)
+	}
+}
+
+// block adds (or with set stores) alpha times the packed mc×kc block of A
+// and kc×nc panel of B into C at (i0, j0), one register tile at a time.
+func (j *job) block(buf *buffers, alpha float64, i0, mc, j0, nc, kc int, set bool) {
+	for jr := 0; jr < nc; jr += nr {
+		bs := buf.b[jr*kc : (jr+nr)*kc]
+		cols := min(nr, nc-jr)
+		for ir := 0; ir < mc; ir += mr {
+			as := buf.a[ir*kc : (ir+mr)*kc]
+			rows := min(mr, mc-ir)
+			off := (i0+ir)*j.ldc + j0 + jr
+			if rows == mr && cols == nr {
+				microKernel(kc, as, bs, j.c[off:], j.ldc, alpha, set)
+				continue
+			}
+			// Edge tile: compute into a scratch tile, then store or
+			// add the valid part.
+			microKernel(kc, as, bs, buf.tile[:], nr, alpha, true)
+			for r := 0; r < rows; r++ {
+				cr := j.c[off+r*j.ldc : off+r*j.ldc+cols]
+				tl := buf.tile[r*nr : r*nr+cols]
+				if set {
+					copy(cr, tl)
+					continue
+				}
+				for c := range cr {
+					cr[c] += tl[c]
 				}
 			}
 		}

@@ -447,3 +447,44 @@ func TestThinSmallProductsAreSerial(t *testing.T) {
 		}
 	}
 }
+
+// The serial loop order (each B panel packed once) accumulates every C
+// element's terms and k blocks in the task grid's order, so the two give
+// the same bits, for sums of products, transposes, beta = 0 and not, and
+// shapes with edge tiles and several blocks in every dimension.
+func TestSerialOrderMatchesTasks(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for trial := range 40 {
+		m, n := 1+r.IntN(300), 1+r.IntN(1300)
+		terms := make([]Term, 1+r.IntN(3))
+		for i := range terms {
+			k := 1 + r.IntN(600)
+			ta, tb := r.IntN(2) == 0, r.IntN(2) == 0
+			tm := Term{TA: ta, TB: tb, K: k, Alpha: r.NormFloat64()}
+			tm.LDA, tm.LDB = k, n
+			if ta {
+				tm.LDA = m
+			}
+			if tb {
+				tm.LDB = k
+			}
+			tm.A, tm.B = randSlice(r, m*k), randSlice(r, k*n)
+			terms[i] = tm
+		}
+		set := trial%2 == 0
+		c0 := randSlice(r, m*n)
+		p := plan(m, n, 1, 1)
+		want := append([]float64(nil), c0...)
+		a := job{p: p, c: want, ldc: n, set: set}
+		a.p.k = 1
+		a.work(terms)
+		got := append([]float64(nil), c0...)
+		b := job{p: p, c: got, ldc: n, set: set}
+		b.workSerial(terms)
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("trial %d (%d×%d, %d terms): C[%d] = %v in loop order, %v by tasks", trial, m, n, len(terms), i, got[i], want[i])
+			}
+		}
+	}
+}
