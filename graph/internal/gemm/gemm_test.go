@@ -488,3 +488,39 @@ func TestSerialOrderMatchesTasks(t *testing.T) {
 		}
 	}
 }
+
+// A product's bits do not depend on how many goroutines run it: the
+// inter-op scheduler's results do not depend on whether it holds Serial.
+func TestProductBitsIndependentOfWorkers(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for trial := range 12 {
+		m, n := 60+r.IntN(300), 60+r.IntN(1300)
+		terms := make([]Term, 1+r.IntN(2))
+		for i := range terms {
+			k := 100 + r.IntN(400)
+			ta, tb := r.IntN(2) == 0, r.IntN(2) == 0
+			tm := Term{TA: ta, TB: tb, K: k, Alpha: r.NormFloat64(), LDA: k, LDB: n}
+			if ta {
+				tm.LDA = m
+			}
+			if tb {
+				tm.LDB = k
+			}
+			tm.A, tm.B = randSlice(r, m*k), randSlice(r, k*n)
+			terms[i] = tm
+		}
+		beta := []float64{0, 1, 0.5}[trial%3]
+		c0 := randSlice(r, m*n)
+		one := append([]float64(nil), c0...)
+		dgemmSum(1, m, n, terms, beta, one, n)
+		for _, w := range []int{2, 3} {
+			many := append([]float64(nil), c0...)
+			dgemmSum(w, m, n, terms, beta, many, n)
+			for i := range one {
+				if math.Float64bits(one[i]) != math.Float64bits(many[i]) {
+					t.Fatalf("trial %d (%d×%d): C[%d] = %v on one goroutine, %v on %d", trial, m, n, i, one[i], many[i], w)
+				}
+			}
+		}
+	}
+}
