@@ -463,8 +463,17 @@ func (op elemOp) columnSumRows(in [][]float64, g, acc []float64, lo, hi int, tmp
 
 // scaledPartial writes ḡ ⊙ ∂F/∂x_a for row i into dst.
 func (op elemOp) scaledPartial(row [][]float64, a int, g []float64, i int, dst []float64) {
-	op.f.DFB(row, a, dst)
 	gr, gi := op.gRow(g, i)
+	if op.f == product && gr != nil {
+		// ḡ ⊙ ∂(ab)/∂a = ḡ ⊙ b in one pass, where the partial's copy and
+		// the scaling were two (ScaleColumns' adjoints are most of these).
+		other := row[1-a][:len(dst)]
+		for j, v := range gr[:len(dst)] {
+			dst[j] = other[j] * v
+		}
+		return
+	}
+	op.f.DFB(row, a, dst)
 	if gr == nil {
 		for j := range dst {
 			dst[j] *= gi
