@@ -80,6 +80,15 @@ func BenchmarkStepUCI(b *testing.B) {
 	b.Run("gpc1-c10", func(b *testing.B) { benchStepWith(b, "gpc1", 4000, 20, 10, 1024, 300, "se", true) })
 }
 
+// The synthetic 2-D shape of Tables 2/3 and 11/12 (N = 1000, d = 2, C = 3,
+// B = 200, M = 100): 2 400 + 900 fits at the paper's budget, the largest
+// share of the noisy-input paper's compute.
+func BenchmarkStepSynthetic(b *testing.B) {
+	for _, k := range noisyPresets {
+		b.Run(k, func(b *testing.B) { benchStep(b, k, 1000, 2, 3, 200, 100, "se") })
+	}
+}
+
 // The astrophysics shape of Tables 9/10 and 17/18 (408 rows, d = 6, C = 3,
 // B = 50, M = 100): the fits behind the noisy-input paper's longest
 // full-budget runs, dominated by fixed per-step cost rather than products.
