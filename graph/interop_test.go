@@ -188,3 +188,30 @@ type atomicInt32s = atomic.Int32
 
 // gemmProcs is the goroutines a product may use now.
 func gemmProcs() int { return gemm.Procs() }
+
+// ProductTime counts the time of products only while TimeProducts is on.
+func TestProductTime(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	g := G.NewGraph()
+	a := matrix(g, "a", 120, 130, randMat(rng, 120, 130)...)
+	b := matrix(g, "b", 130, 140, randMat(rng, 130, 140)...)
+	p, err := Compile(g, must(MatMul(a, b, false, false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := ProductTime()
+	if err := p.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if d := ProductTime() - t0; d != 0 {
+		t.Fatalf("timing off, yet %v counted", d)
+	}
+	TimeProducts(true)
+	defer TimeProducts(false)
+	if err := p.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if d := ProductTime() - t0; d <= 0 {
+		t.Fatalf("timing on, a 2 M multiply-add product counted %v", d)
+	}
+}

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"hash"
 	"sync/atomic"
+	"time"
 
 	"github.com/chewxy/hm"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // multiplyAdds counts the multiply-adds of the matrix products run by
@@ -116,3 +119,13 @@ func (op matMulOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 }
 
 func (op matMulOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+// TimeProducts switches on (or off) the accounting of the time spent in
+// matrix products and triangular solves and products (the level-3 calls of
+// the matrix kernel), which ProductTime reports; `gpc bench` uses it to
+// give each step's share of products. Off, a product pays one atomic load.
+func TimeProducts(on bool) { gemm.SetTiming(on) }
+
+// ProductTime is the time spent in products while TimeProducts was on,
+// summed over goroutines.
+func ProductTime() time.Duration { return time.Duration(gemm.Nanos()) }

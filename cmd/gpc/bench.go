@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/gpc-dev/gpc/models"
@@ -27,7 +28,10 @@ the ratio to MGP when MGP is timed too (the median over rounds of the two
 models' times in the same round, which cancels drifts in the machine's
 speed), then the multiply-adds of the iteration's
 matrix products (machine-independent: the ratio that time ratios tend to
-once products dominate) and the rate achieved.`)
+once products dominate), the rate achieved, the heap allocations of an
+iteration, and the share of the process's CPU time spent in matrix products
+and triangular solves and products (read it on a quiet machine: a call's
+time includes any wait for a core).`)
 	model := f.String("model", "all", "model `NAME`: "+modelList()+" or all (the stepwise ones)")
 	config := f.String("config", "waveform", "`configuration`: waveform, mnist, uci2 or uci10")
 	iters := f.Int("iters", 20, "timed `iterations` per model (after 2 warm-up iterations)")
@@ -79,9 +83,9 @@ once products dominate) and the rate achieved.`)
 	mgp := slices.Index(kinds, benchBaseline)
 	all := mgp >= 0 && len(kinds) > 1
 	if all {
-		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %12s  %10s  %10s  %8s  %11s\n", "model", "ms/iter", "spread", "ratio to mgp", "GMAC/iter", "MAC ratio", "GMAC/s", "allocs/iter")
+		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %12s  %10s  %10s  %8s  %11s  %8s\n", "model", "ms/iter", "spread", "ratio to mgp", "GMAC/iter", "MAC ratio", "GMAC/s", "allocs/iter", "products")
 	} else {
-		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %10s  %8s  %11s\n", "model", "ms/iter", "spread", "GMAC/iter", "GMAC/s", "allocs/iter")
+		fmt.Fprintf(stdout, "%-9s  %9s  %7s  %10s  %8s  %11s  %8s\n", "model", "ms/iter", "spread", "GMAC/iter", "GMAC/s", "allocs/iter", "products")
 	}
 	var baseMACs float64
 	if all {
@@ -92,10 +96,14 @@ once products dominate) and the rate achieved.`)
 		ms, gmac := st.Milliseconds, float64(st.MultiplyAdds)/1e9
 		rate := gmac / (ms / 1000)
 		spread := fmt.Sprintf("%.0f%%", 100*st.Spread)
+		prod := "—"
+		if !math.IsNaN(st.ProductShare) {
+			prod = fmt.Sprintf("%.0f%%", 100*st.ProductShare)
+		}
 		if all {
-			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %12.2f  %10.3f  %10.2f  %8.2f  %11d\n", k, ms, spread, PairedRatio(st, stats[mgp]), gmac, gmac/baseMACs, rate, st.Allocs)
+			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %12.2f  %10.3f  %10.2f  %8.2f  %11d  %8s\n", k, ms, spread, PairedRatio(st, stats[mgp]), gmac, gmac/baseMACs, rate, st.Allocs, prod)
 		} else {
-			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %10.3f  %8.2f  %11d\n", k, ms, spread, gmac, rate, st.Allocs)
+			fmt.Fprintf(stdout, "%-9s  %9.2f  %7s  %10.3f  %8.2f  %11d  %8s\n", k, ms, spread, gmac, rate, st.Allocs, prod)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sort"
@@ -56,6 +57,10 @@ type BenchStats struct {
 	// Allocs is the median number of heap allocations of an iteration:
 	// the fixed cost of the graph's dispatch that a small step pays.
 	Allocs int64
+	// ProductShare is the fraction of the process's CPU time during the
+	// iterations spent in matrix products and triangular solves
+	// (graph.ProductTime); NaN where the system does not report CPU time.
+	ProductShare float64
 }
 
 // PairedRatio is the median over rounds of a's iteration time divided by
@@ -126,6 +131,10 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 	times := make([][]float64, len(kinds))
 	allocs := make([][]float64, len(kinds))
 	macs := make([]int64, len(kinds))
+	prodNs, cpuNs := make([]int64, len(kinds)), make([]int64, len(kinds))
+	_, cpuOK := processCPU()
+	graph.TimeProducts(true)
+	defer graph.TimeProducts(false)
 	var ms runtime.MemStats
 	for it := -2; it < iters; it++ {
 		b := batches[(it+2)%len(batches)]
@@ -134,6 +143,8 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 			r := runs[i]
 			runtime.ReadMemStats(&ms)
 			a0 := ms.Mallocs
+			c0, _ := processCPU()
+			p0 := graph.ProductTime()
 			m0, t0 := graph.MultiplyAdds(), time.Now()
 			if err := r.step(b); err != nil {
 				return nil, fmt.Errorf("%s: %w", kinds[i], err)
@@ -141,6 +152,9 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 			if it >= 0 {
 				times[i] = append(times[i], float64(time.Since(t0).Nanoseconds())/1e6)
 				macs[i] += graph.MultiplyAdds() - m0
+				c1, _ := processCPU()
+				cpuNs[i] += c1 - c0
+				prodNs[i] += int64(graph.ProductTime() - p0)
 				runtime.ReadMemStats(&ms)
 				allocs[i] = append(allocs[i], float64(ms.Mallocs-a0))
 			}
@@ -159,6 +173,10 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 			Spread:       (quantile(sorted, 0.75) - quantile(sorted, 0.25)) / med,
 			MultiplyAdds: macs[i] / int64(iters),
 			Times:        t,
+			ProductShare: math.NaN(),
+		}
+		if cpuOK && cpuNs[i] > 0 {
+			out[i].ProductShare = float64(prodNs[i]) / float64(cpuNs[i])
 		}
 	}
 	return out, nil

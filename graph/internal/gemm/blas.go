@@ -19,6 +19,7 @@ type Implementation struct{ gonum.Implementation }
 // Dgemm computes C = alpha·op(A)·op(B) + beta·C (row-major), with the same
 // argument checks and panics as gonum.
 func (impl Implementation) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	defer start().done()
 	if KernelName == "go" || m*n*k == 0 || !valid(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc) {
 		// gonum raises the standard panics for invalid arguments.
 		impl.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)

@@ -11,6 +11,7 @@ import (
 // half a general product at the general product's rate. Right-side
 // products are left to gonum.
 func (impl Implementation) Dtrmm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+	defer start().done()
 	if !blockedLeft(s, ul, tA, d, m, n, lda, ldb, len(a), len(b)) {
 		impl.Implementation.Dtrmm(s, ul, tA, d, m, n, alpha, a, lda, b, ldb)
 		return

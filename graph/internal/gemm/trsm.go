@@ -14,6 +14,7 @@ const trsmBlock = 16
 // gonum's own Dtrsm runs at its axpy speed, 1–2 G multiply-adds/s, and was
 // a fifth of the MNIST step. Right-side solves are left to gonum.
 func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+	defer start().done()
 	if !blockedLeft(s, ul, tA, d, m, n, lda, ldb, len(a), len(b)) {
 		impl.Implementation.Dtrsm(s, ul, tA, d, m, n, alpha, a, lda, b, ldb)
 		return
