@@ -442,3 +442,31 @@ func TestMethodFilterKeepsPaperValuesAligned(t *testing.T) {
 		t.Errorf("NIMGP's NLL is %q, the spec's %q", ra.Tables[0].Paper[0].Values[0], astro.Tables[0].Paper[0].Values[1])
 	}
 }
+
+// An average row averages each method's per-set means over the sets that
+// have both its runs and a paper value (z has no paper value, and B no
+// runs on y), with √(Σ se²)/k, beside the paper's mean over the same sets.
+func TestAverageRow(t *testing.T) {
+	s := &Spec{Datasets: []string{"x", "y", "z"}}
+	tb := Table{ID: "T", Metric: "nll", Paper: []PaperRow{
+		{Dataset: "x", Values: []string{"1.5", "0.5"}},
+		{Dataset: "y", Values: []string{"3.5", "9"}},
+		{Dataset: "z", Values: []string{"-", "-"}},
+	}}
+	rp := &reporter{s: s, by: map[string][]Result{}}
+	add := func(d, m string, nll ...float64) {
+		for i, v := range nll {
+			rp.by[groupKey(d, "s", m)] = append(rp.by[groupKey(d, "s", m)], Result{Dataset: d, Setting: "s", Method: m, Split: i, NLL: v})
+		}
+	}
+	add("x", "A", 1, 3)
+	add("y", "A", 4)
+	add("z", "A", 100)
+	add("x", "B", 1)
+	row := rp.averageRow(tb, "s", []string{"A", "B"}, true)
+	for _, want := range []string{"**average**", "3±0.5 [3]", "· 2.5 {2 sets}", "1±0 [1]", "· 0.5 {1 set}"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("row %q lacks %q", row, want)
+		}
+	}
+}

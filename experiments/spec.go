@@ -221,6 +221,11 @@ type Table struct {
 	Metric string `yaml:"metric" json:"metric"`
 	// Ranks adds a mean-rank row per setting (Tables 5/6).
 	Ranks bool `yaml:"ranks" json:"ranks"`
+	// Averages adds, per setting, a row of averages over the data sets (the
+	// additive-noise paper's Table II): each method's mean over the data
+	// sets that have both its runs and a paper value, beside the paper's
+	// mean over the same sets.
+	Averages bool `yaml:"averages" json:"averages,omitempty"`
 	// Settings restricts the rows to these settings (default all).
 	Settings []string `yaml:"settings" json:"settings"`
 	// Methods are the columns (default all methods of the spec).
@@ -772,6 +777,9 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 		if tb.Dataset != "" && !slices.Contains(s.Datasets, tb.Dataset) {
 			return s.errAt(append(at, "dataset"), "table %s: data set %q is not in datasets", tb.ID, tb.Dataset)
 		}
+	}
+	if tb.Averages && tb.Kind != "" && tb.Kind != "results" {
+		return s.errAt(append(at, "averages"), "table %s: averages are rows of a results table, not of a %s table", tb.ID, tb.Kind)
 	}
 	if !slices.Contains([]string{"", "se", "sd", "2sd", "none"}, tb.PaperPM) {
 		return s.errAt(append(at, "paper_pm"), "table %s: paper_pm %q: want se, sd, 2sd or none", tb.ID, tb.PaperPM)
