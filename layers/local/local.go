@@ -189,24 +189,37 @@ func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
 // root and a division), for deciding whether to split it across cores.
 const denseValueCost = 5
 
-// denseRows is denseStep's update of rows [lo, hi).
+// denseRows is denseStep's update of rows [lo, hi). The bias corrections
+// are folded into two constants, lr/c1 and 1/√c2: one division and one
+// square root per value where the textbook form takes three divisions and
+// a square root (solvers.Adam does the same); the values agree to rounding.
+// Rows outside the batch, most of a large table, take the zero-gradient
+// update without reading a gradient.
 func (r *RowAdam) denseRows(lo, hi int, grad, x []float64, c1, c2 float64) {
 	w := r.width
+	b1, b2, eps := r.b1, r.b2, r.eps
+	nb1, nb2 := 1-b1, 1-b2
+	step, rc2 := r.lr/c1, 1/math.Sqrt(c2)
 	for i := lo; i < hi; i++ {
-		var gi []float64
-		if b := r.seen[i]; b > 0 {
-			gi = grad[int(b-1)*w : int(b)*w]
-		}
 		xi := x[i*w : (i+1)*w]
-		mi, vi := r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w]
-		for k := range xi {
-			var gk float64
-			if gi != nil {
-				gk = gi[k]
+		mi, vi := r.m[i*w:(i+1)*w:(i+1)*w], r.v[i*w:(i+1)*w:(i+1)*w]
+		mi, vi = mi[:len(xi)], vi[:len(xi)]
+		if b := r.seen[i]; b > 0 {
+			gi := grad[int(b-1)*w : int(b)*w]
+			gi = gi[:len(xi)]
+			for k, gk := range gi {
+				m := b1*mi[k] + nb1*gk
+				v := b2*vi[k] + nb2*gk*gk
+				mi[k], vi[k] = m, v
+				xi[k] -= step * m / (math.Sqrt(v)*rc2 + eps)
 			}
-			mi[k] = r.b1*mi[k] + (1-r.b1)*gk
-			vi[k] = r.b2*vi[k] + (1-r.b2)*gk*gk
-			xi[k] -= r.lr * (mi[k] / c1) / (math.Sqrt(vi[k]/c2) + r.eps)
+		} else {
+			for k := range xi {
+				m := b1 * mi[k]
+				v := b2 * vi[k]
+				mi[k], vi[k] = m, v
+				xi[k] -= step * m / (math.Sqrt(v)*rc2 + eps)
+			}
 		}
 		r.t[i] = r.steps
 	}
