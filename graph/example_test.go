@@ -105,3 +105,34 @@ func ExampleExpQuad() {
 	fmt.Printf("%.6f %.6f\n", got[0], 2*math.Exp(-0.5))
 	// Output: 1.213061 1.213061
 }
+
+// A per-row function as one op: each row's softmax, for values that are
+// not differentiated (a predictive distribution, say).
+func ExampleRows() {
+	g := G.NewGraph()
+	x := G.NewMatrix(g, G.Float64, G.WithShape(2, 3), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float64{0, 0, 0, 1, 2, 3}))))
+	softmax := &graph.RowFunc{Name: "softmax", Out: 3, F: func(in [][]float64, out, _ []float64) {
+		sum := 0.0
+		for j, v := range in[0] {
+			out[j] = math.Exp(v)
+			sum += out[j]
+		}
+		for j := range out {
+			out[j] /= sum
+		}
+	}}
+	p, err := graph.Rows(softmax, x)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	prog, _ := graph.Compile(g, p)
+	if err := prog.Run(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	got, _ := prog.Float64s(p)
+	fmt.Printf("%.3f\n", got)
+	// Output: [0.333 0.333 0.333 0.090 0.245 0.665]
+}
