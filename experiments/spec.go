@@ -778,7 +778,7 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 			return s.errAt(append(at, "dataset"), "table %s: data set %q is not in datasets", tb.ID, tb.Dataset)
 		}
 	}
-	if tb.Averages && tb.Kind != "" && tb.Kind != "results" {
+	if tb.Averages && !slices.Contains([]string{"", "results"}, tb.Kind) {
 		return s.errAt(append(at, "averages"), "table %s: averages are rows of a results table, not of a %s table", tb.ID, tb.Kind)
 	}
 	if !slices.Contains([]string{"", "se", "sd", "2sd", "none"}, tb.PaperPM) {
