@@ -102,6 +102,8 @@ func TestStrictYAMLErrorsHaveLines(t *testing.T) {
 		{strings.Replace(miniSpec, "epochs: 1,", "epochs: 2.7,", 1), "mini.yaml:7:20: 2.7 must be a whole number"},
 		{strings.Replace(miniSpec, "splits: 3,", "splits: 1.5,", 1), "mini.yaml:6:20: 1.5 must be a whole number"},
 		{strings.Replace(miniSpec, "datasets: [toy]", "datasets: [toy]\nquick: {epochs: 0.5}", 1), "mini.yaml:6:17: 0.5 must be a whole number"},
+		// Averages are rows of a results table.
+		{strings.Replace(miniSpec, "    metric: nll\n", "    metric: nll\n    kind: confusion\n    averages: true\n", 1), "averages are rows of a results table"},
 	}
 	for i, c := range cases {
 		_, err := ParseSpec("mini.yaml", []byte(c.edit))
