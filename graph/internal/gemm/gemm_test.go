@@ -456,21 +456,7 @@ func TestSerialOrderMatchesTasks(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for trial := range 40 {
 		m, n := 1+r.IntN(300), 1+r.IntN(1300)
-		terms := make([]Term, 1+r.IntN(3))
-		for i := range terms {
-			k := 1 + r.IntN(600)
-			ta, tb := r.IntN(2) == 0, r.IntN(2) == 0
-			tm := Term{TA: ta, TB: tb, K: k, Alpha: r.NormFloat64()}
-			tm.LDA, tm.LDB = k, n
-			if ta {
-				tm.LDA = m
-			}
-			if tb {
-				tm.LDB = k
-			}
-			tm.A, tm.B = randSlice(r, m*k), randSlice(r, k*n)
-			terms[i] = tm
-		}
+		terms := randTerms(r, m, n, 1+r.IntN(3), 1, 600)
 		set := trial%2 == 0
 		c0 := randSlice(r, m*n)
 		p := plan(m, n, 1, 1)
@@ -495,20 +481,7 @@ func TestProductBitsIndependentOfWorkers(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	for trial := range 12 {
 		m, n := 60+r.IntN(300), 60+r.IntN(1300)
-		terms := make([]Term, 1+r.IntN(2))
-		for i := range terms {
-			k := 100 + r.IntN(400)
-			ta, tb := r.IntN(2) == 0, r.IntN(2) == 0
-			tm := Term{TA: ta, TB: tb, K: k, Alpha: r.NormFloat64(), LDA: k, LDB: n}
-			if ta {
-				tm.LDA = m
-			}
-			if tb {
-				tm.LDB = k
-			}
-			tm.A, tm.B = randSlice(r, m*k), randSlice(r, k*n)
-			terms[i] = tm
-		}
+		terms := randTerms(r, m, n, 1+r.IntN(2), 100, 500)
 		beta := []float64{0, 1, 0.5}[trial%3]
 		c0 := randSlice(r, m*n)
 		one := append([]float64(nil), c0...)
@@ -523,4 +496,23 @@ func TestProductBitsIndependentOfWorkers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randTerms is count random terms of an m×n product, each with k in
+// [kLo, kHi), random transposes and alpha.
+func randTerms(r *rand.Rand, m, n, count, kLo, kHi int) []Term {
+	terms := make([]Term, count)
+	for i := range terms {
+		k := kLo + r.IntN(kHi-kLo)
+		tm := Term{TA: r.IntN(2) == 0, TB: r.IntN(2) == 0, K: k, Alpha: r.NormFloat64(), LDA: k, LDB: n}
+		if tm.TA {
+			tm.LDA = m
+		}
+		if tm.TB {
+			tm.LDB = k
+		}
+		tm.A, tm.B = randSlice(r, m*k), randSlice(r, k*n)
+		terms[i] = tm
+	}
+	return terms
 }
