@@ -353,11 +353,12 @@ func argmaxProbRow(a, b, t, ck []float64, newton int, zs, ls []float64) float64 
 			z += d1 / negD2
 		}
 	}
+	logScale := math.Log(scale) // once per row, as the graph's broadcast
 	for i := range t {
 		zk, lk := t[i]*math.Sqrt2, ck[i]
 		if centred {
 			zk *= scale
-			lk += math.Log(scale)
+			lk += logScale
 			zk += z
 		}
 		zs[i] = zk
