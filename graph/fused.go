@@ -3,7 +3,7 @@ package graph
 import (
 	"fmt"
 	"hash"
-	"sync"
+	"runtime"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -390,16 +390,19 @@ func (op elemOp) doBatch(in [][]float64) (G.Value, error) {
 		op.columnSumRows(in, g, out, 0, op.n, op.buf.scratchOf(d), op.buf.rowsOf(op.k))
 		return op.buf.owned(tensor.Shape{op.d}, out), nil
 	}
-	var mu sync.Mutex
-	parallelFor(op.n, 1, cost, func(lo, hi int) {
+	// Chunks' sums are added in chunk order, so the result does not depend
+	// on which chunk finished first.
+	parts := make([][]float64, runtime.GOMAXPROCS(0))
+	parallelChunks(op.n, 1, cost, func(c, lo, hi int) {
 		acc := make([]float64, d)
 		op.columnSumRows(in, g, acc, lo, hi, make([]float64, d), make([][]float64, op.k))
-		mu.Lock()
+		parts[c] = acc
+	})
+	for _, acc := range parts {
 		for j, v := range acc {
 			out[j] += v
 		}
-		mu.Unlock()
-	})
+	}
 	return op.buf.owned(tensor.Shape{op.d}, out), nil
 }
 

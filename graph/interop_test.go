@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -213,5 +214,48 @@ func TestProductTime(t *testing.T) {
 	}
 	if d := ProductTime() - t0; d <= 0 {
 		t.Fatalf("timing on, a 2 M multiply-add product counted %v", d)
+	}
+}
+
+// A loop split across cores splits the same way while an inter-op
+// scheduler holds gemm.Serial (its chunks then run in turn), and a column
+// sum adds its chunks in order: the gradient of a row-vector argument is
+// bit for bit the same either way. Before, under Serial the loop ran in one
+// piece and rounded differently, so one program's results could depend on
+// whether another ran side by side in the same process.
+func TestChunkedReductionIndependentOfSerial(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two procs to split")
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	const n, d = 4000, 300
+	g := G.NewGraph()
+	x := matrix(g, "x", n, d, randMat(rng, n, d)...)
+	v := leaf(g, "v", tensor.Shape{d}, randMat(rng, 1, d))
+	c := must(G.Sum(must(Square(must(ScaleColumns(x, v))))))
+	grads, err := Grad(c, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(g, grads[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Sequential()
+	run := func() []float64 {
+		if err := p.Run(); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := p.Float64s(grads[0])
+		return append([]float64(nil), out...)
+	}
+	free := run()
+	release := gemm.Serial()
+	held := run()
+	release()
+	for j := range free {
+		if math.Float64bits(free[j]) != math.Float64bits(held[j]) {
+			t.Fatalf("v̄[%d] = %v split across cores, %v under Serial", j, free[j], held[j])
+		}
 	}
 }

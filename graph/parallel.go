@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"runtime"
 	"sync"
 
 	"github.com/gpc-dev/gpc/graph/internal/gemm"
@@ -22,34 +23,46 @@ const parallelMinWork = 1 << 18
 // products already use both cores, and the elementwise passes between them
 // would otherwise leave one idle.
 func parallelFor(n, align int, cost float64, body func(lo, hi int)) {
+	parallelChunks(n, align, cost, func(_, lo, hi int) { body(lo, hi) })
+}
+
+// parallelChunks is parallelFor that also tells body its chunk's index.
+// The chunks depend only on n, align, cost and GOMAXPROCS, never on what
+// else is running: while an inter-op scheduler holds gemm.Serial they run
+// one after another on the caller's goroutine, so a reduction that combines
+// its chunks' partial results in chunk order rounds the same either way
+// (and the same whether another program's graph runs side by side or not).
+func parallelChunks(n, align int, cost float64, body func(chunk, lo, hi int)) {
 	if !splits(n, align, cost) {
-		body(0, n)
+		body(0, 0, n)
 		return
 	}
-	workers := gemm.Procs()
 	if align < 1 {
 		align = 1
 	}
 	units := n / align
-	workers = min(workers, units)
-	var wg sync.WaitGroup
-	wg.Add(workers - 1)
-	lo := 0
-	for w := 0; w < workers; w++ {
-		hi := n
-		if w+1 < workers {
-			hi = (units * (w + 1) / workers) * align
+	chunks := min(runtime.GOMAXPROCS(0), units)
+	bound := func(w int) int {
+		if w >= chunks {
+			return n
 		}
-		if w+1 == workers {
-			body(lo, hi)
-			break
-		}
-		go func(lo, hi int) {
-			defer wg.Done()
-			body(lo, hi)
-		}(lo, hi)
-		lo = hi
+		return (units * w / chunks) * align
 	}
+	if gemm.Procs() < 2 {
+		for w := range chunks {
+			body(w, bound(w), bound(w+1))
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(chunks - 1)
+	for w := 1; w < chunks; w++ {
+		go func(w int) {
+			defer wg.Done()
+			body(w, bound(w), bound(w+1))
+		}(w)
+	}
+	body(0, bound(0), bound(1))
 	wg.Wait()
 }
 
@@ -61,7 +74,7 @@ func splits(n, align int, cost float64) bool {
 	if align < 1 {
 		align = 1
 	}
-	return gemm.Procs() >= 2 && float64(n)*cost >= parallelMinWork && n/align >= 2
+	return runtime.GOMAXPROCS(0) >= 2 && float64(n)*cost >= parallelMinWork && n/align >= 2
 }
 
 // ParallelFor is parallelFor for loops outside graphs (per-row work of
