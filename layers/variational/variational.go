@@ -361,8 +361,8 @@ func (b *Built) ClassMarginals(x *G.Node) (mu, v []*G.Node, err error) {
 		alpha = e.Do(graph.TriSolve(b.lk[c], alpha, true, true))
 		mc := e.Do(graph.Reshape(e.Do(graph.MatMul(kzx, alpha, true, false)), tensor.Shape{n}))
 		lp := e.Do(graph.TriMul(b.lw[c], a, true, true))
-		vc := e.Do(G.Sub(kd, e.Do(G.Sum(e.Do(G.Square(a)), 0))))
-		vc = e.Do(G.Add(vc, e.Do(G.Sum(e.Do(G.Square(lp)), 0))))
+		vc := e.Do(G.Sub(kd, e.Do(graph.ColumnSumSquares(a))))
+		vc = e.Do(G.Add(vc, e.Do(graph.ColumnSumSquares(lp))))
 		if e.Err != nil {
 			return nil, nil, fmt.Errorf("variational: marginals of latent function %d: %w", c, e.Err)
 		}
