@@ -6,6 +6,13 @@ import (
 	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
+// exp's range reduction x = k·ln2 + r, which the vector kernel shares.
+const (
+	log2e = 1.44269504088896338700e+00
+	ln2Hi = 6.93147180369123816490e-01 // ln2Hi·k is exact for |k| < 2¹⁰
+	ln2Lo = 1.90821492927058770002e-10
+)
+
 // expTaylor holds 1/k! for the polynomial of exp on [−ln2/2, ln2/2].
 var expTaylor = func() (c [14]float64) {
 	f := 1.0
@@ -30,11 +37,6 @@ func exp(x float64) float64 {
 	if !(x > -708 && x < 709) {
 		return math.Exp(x)
 	}
-	const (
-		log2e = 1.44269504088896338700e+00
-		ln2Hi = 6.93147180369123816490e-01 // ln2Hi·k is exact for |k| < 2¹⁰
-		ln2Lo = 1.90821492927058770002e-10
-	)
 	k := math.Floor(x*log2e + 0.5)
 	r := (x - k*ln2Hi) - k*ln2Lo
 	c := &expTaylor
@@ -59,7 +61,7 @@ func exp(x float64) float64 {
 func ExpValue(x float64) float64 { return exp(x) }
 
 // expConsts is the vector kernel's copy of exp's constants.
-var expConsts = gemm.NewExpConsts(1.44269504088896338700e+00, 6.93147180369123816490e-01, 1.90821492927058770002e-10, &expTaylor)
+var expConsts = gemm.NewExpConsts(log2e, ln2Hi, ln2Lo, &expTaylor)
 
 // expSlice sets dst[i] = exp(src[i]), bit for bit, four elements at a time
 // with the AVX2 kernel where the CPU has it (about four times the scalar

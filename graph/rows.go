@@ -108,16 +108,17 @@ func (op rowsOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	out := op.buf.take(op.n * op.f.Out)
 	if op.f.Cost > 0 && splits(op.n, 1, op.f.Cost) {
-		parallelFor(op.n, 1, op.f.Cost, func(lo, hi int) { op.rows(in, out, lo, hi, make([]float64, op.f.Scratch)) })
+		parallelFor(op.n, 1, op.f.Cost, func(lo, hi int) {
+			op.rows(in, out, lo, hi, make([][]float64, len(in)), make([]float64, op.f.Scratch))
+		})
 	} else {
-		op.rows(in, out, 0, op.n, op.buf.scratchOf(op.f.Scratch))
+		op.rows(in, out, 0, op.n, op.buf.rowsOf(len(in)), op.buf.scratchOf(op.f.Scratch))
 	}
 	return op.buf.owned(tensor.Shape{op.n, op.f.Out}, out), nil
 }
 
 // rows runs F on rows [lo, hi), with one set of row views and scratch.
-func (op rowsOp) rows(in [][]float64, out []float64, lo, hi int, scratch []float64) {
-	row := make([][]float64, len(in))
+func (op rowsOp) rows(in [][]float64, out []float64, lo, hi int, row [][]float64, scratch []float64) {
 	w := op.f.Out
 	for i := lo; i < hi; i++ {
 		for a, x := range in {

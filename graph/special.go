@@ -107,9 +107,9 @@ func InvMills(x *G.Node) (*G.Node, error) { return applySpecial(fnInvMills, x) }
 func millsGapNode(x *G.Node) (*G.Node, error) { return applySpecial(fnMillsGap, x) }
 
 // Exp returns eˣ elementwise, within 3 ulp of math.Exp and, four lanes at a
-// time in AVX2, about four times as fast (see expSlice). Unlike gorgonia.Exp it splits a large input across cores
-// and does not first copy the input; its gradient ḡ ⊙ eˣ reuses the output
-// node.
+// time in AVX2, about four times as fast (see expSlice). Unlike gorgonia.Exp
+// it splits a large input across cores and does not first copy the input;
+// its gradient ḡ ⊙ eˣ reuses the output node.
 func Exp(x *G.Node) (*G.Node, error) { return applySpecial(fnExp, x) }
 
 func applySpecial(fn specialFn, x *G.Node) (*G.Node, error) {
@@ -326,21 +326,28 @@ func logNormCDF(x float64) float64 {
 // invMills is λ(x) = φ(x)/Φ(x); in the lower tail λ = t + v, which stays
 // accurate (≈ −x) where φ and Φ both underflow.
 func invMills(x float64) float64 {
-	if x <= tailCut {
-		t := -x
-		return t + millsTail(t)
-	}
-	return normPDF(x) / normCDF(x)
+	lam, _ := invMillsGap(x)
+	return lam
 }
 
 // millsGap is x + λ(x) > 0, the factor in λ' = −λ(x + λ). Forming it as
 // x + invMills(x) would cancel catastrophically in the lower tail (x + λ ≈
 // −1/x), so there it is the continued-fraction remainder v itself.
 func millsGap(x float64) float64 {
+	_, gap := invMillsGap(x)
+	return gap
+}
+
+// invMillsGap is λ(x) and x + λ(x) together, one computation serving both
+// (in the lower tail λ = t + v and x + λ = v).
+func invMillsGap(x float64) (lam, gap float64) {
 	if x <= tailCut {
-		return millsTail(-x)
+		t := -x
+		v := millsTail(t)
+		return t + v, v
 	}
-	return x + invMills(x)
+	lam = normPDF(x) / normCDF(x)
+	return lam, x + lam
 }
 
 // MillsGap returns x + λ(x) elementwise without the cancellation that forming
@@ -363,12 +370,4 @@ func NormCDFValue(x float64) float64 { return normCDF(x) }
 // InvMillsGapValue returns λ(x) = φ(x)/Φ(x) and x + λ(x), each exactly as
 // InvMills and MillsGap compute them, for the price of one: the pair is
 // what a Newton step on log Φ needs.
-func InvMillsGapValue(x float64) (lam, gap float64) {
-	if x <= tailCut {
-		t := -x
-		v := millsTail(t)
-		return t + v, v
-	}
-	lam = normPDF(x) / normCDF(x)
-	return lam, x + lam
-}
+func InvMillsGapValue(x float64) (lam, gap float64) { return invMillsGap(x) }

@@ -402,3 +402,32 @@ func TestRobustMaxPredictHasNoGradient(t *testing.T) {
 		t.Fatalf("gradient through Predict: err = %v, want a refusal naming the robust-max rows", err)
 	}
 }
+
+// predictGraph is Predict built from differentiable graph ops (argmaxProb
+// for each class, own ≥ 0): the reference that Predict's fused rows are
+// tested against.
+func (l *RobustMax) predictGraph(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
+	_, c, err := l.check(mu, v)
+	if err != nil {
+		return nil, err
+	}
+	a, b := l.probs(c)
+	cols := make([]*G.Node, c)
+	for j := 0; j < c; j++ {
+		p, err := l.argmaxProb(s, mu, v, nil, j)
+		if err != nil {
+			return nil, err
+		}
+		if p, err = G.HadamardProd(p, G.NewConstant(a)); err != nil {
+			return nil, err
+		}
+		if cols[j], err = G.Add(p, G.NewConstant(b)); err != nil {
+			return nil, err
+		}
+	}
+	p, err := Columns(cols...)
+	if err != nil {
+		return nil, err
+	}
+	return normalizeRows(p)
+}

@@ -102,9 +102,9 @@ func (l *RobustMax) check(mu, v *G.Node) (n, c int, err error) {
 // own ≥ 0 says that every row's class is own (y is then not read): the
 // factors are formed for the other C − 1 classes only, where for targets
 // from data the class's own column is computed and multiplied by zero. The
-// two give the same numbers (adding the zero terms changes no sum), and
-// prediction, which asks for every class in turn, does a third less work
-// at C = 3.
+// two give the same numbers (adding the zero terms changes no sum). Predict
+// no longer builds this form (its rows are one op, argmaxProbRow); the
+// graph form with own ≥ 0 is the reference the tests hold those rows to.
 func (l *RobustMax) argmaxProb(s *layers.Scope, mu, v, y *G.Node, own int) (*G.Node, error) {
 	n, c, err := l.check(mu, v)
 	if err != nil {
@@ -262,8 +262,8 @@ func (l *RobustMax) ExpectedLogLik(s *layers.Scope, mu, v, y *G.Node) (*G.Node, 
 // the probabilities are exactly normalised; the original code did not.
 //
 // The probabilities are one op (graph.Rows) computing, per row and class,
-// what argmaxProb builds from graph ops (predictGraph keeps that form, and
-// TestRobustMaxPredictMatchesGraph holds the two to rounding): forty-odd
+// what argmaxProb builds from graph ops (the tests' predictGraph keeps that
+// form, and TestRobustMaxPredictMatchesGraph holds the two to rounding): forty-odd
 // ops over n×(C−1)×k intermediates per class were two fifths of a Monte
 // Carlo prediction of the noisy-input models. The node has no gradient.
 func (l *RobustMax) Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
@@ -379,36 +379,6 @@ func argmaxProbRow(a, b, t, ck []float64, newton int, zs, ls []float64) float64 
 		p += ls[i] * prod
 	}
 	return p
-}
-
-// predictGraph is Predict built from differentiable graph ops (argmaxProb
-// for each class): the reference that Predict's fused rows are tested
-// against, and the form to start from should a gradient of the predictive
-// probabilities ever be wanted.
-func (l *RobustMax) predictGraph(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
-	_, c, err := l.check(mu, v)
-	if err != nil {
-		return nil, err
-	}
-	a, b := l.probs(c)
-	cols := make([]*G.Node, c)
-	for j := 0; j < c; j++ {
-		p, err := l.argmaxProb(s, mu, v, nil, j)
-		if err != nil {
-			return nil, err
-		}
-		if p, err = G.HadamardProd(p, G.NewConstant(a)); err != nil {
-			return nil, err
-		}
-		if cols[j], err = G.Add(p, G.NewConstant(b)); err != nil {
-			return nil, err
-		}
-	}
-	p, err := Columns(cols...)
-	if err != nil {
-		return nil, err
-	}
-	return normalizeRows(p)
 }
 
 // normalizeRows divides each row of a positive matrix by its sum.

@@ -202,12 +202,9 @@ func (r *RowAdam) denseRows(lo, hi int, grad, x []float64, c1, c2 float64) {
 	step, rc2 := r.lr/c1, 1/math.Sqrt(c2)
 	for i := lo; i < hi; i++ {
 		xi := x[i*w : (i+1)*w]
-		mi, vi := r.m[i*w:(i+1)*w:(i+1)*w], r.v[i*w:(i+1)*w:(i+1)*w]
-		mi, vi = mi[:len(xi)], vi[:len(xi)]
+		mi, vi := r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w]
 		if b := r.seen[i]; b > 0 {
-			gi := grad[int(b-1)*w : int(b)*w]
-			gi = gi[:len(xi)]
-			for k, gk := range gi {
+			for k, gk := range grad[int(b-1)*w : int(b)*w] {
 				m := b1*mi[k] + nb1*gk
 				v := b2*vi[k] + nb2*gk*gk
 				mi[k], vi[k] = m, v
