@@ -23,7 +23,8 @@ const usage = `usage:
   gpc experiment splice FILE.md [--root R] [--data-dir D]
 
 run expands the spec's grid (data sets × settings × methods × splits), runs
-it on W parallel workers and appends one JSON line per finished run to
+it on W parallel workers (while as many fits run as there are cores, each
+keeps to one core) and appends one JSON line per finished run to
 DIR/results.jsonl (default DIR: out/<spec name>, or out/<spec name>-quick
 with --quick). Rerunning the same command skips the finished runs, so an
 interrupted experiment resumes without losing or repeating work; a
@@ -36,6 +37,9 @@ With --shard i/n a runner takes a fixed share of the grid (by a hash of
 each run's key) and appends to DIR/results.shard-i-of-n.jsonl: n runners,
 on one machine or as the tasks of a cluster job array sharing DIR, run the
 whole grid, each resumable on its own; report merges every results file.
+Several runners on one machine share its cores best with
+GOMAXPROCS=cores/runners set for each (two T11 runners on two cores: 10%
+more fits an hour with GOMAXPROCS=1).
 A lock stops a second runner on the same results file.
 splice rewrites the generated blocks of a markdown file (such as
 docs/REPRODUCTION.md): <!-- gpc:table DIR ID --> … <!-- gpc:end --> gets

@@ -11,11 +11,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/models"
 )
 
@@ -442,13 +444,17 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
+	var cores coreShare
+	defer cores.close()
 	for range max(1, cfg.Workers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for r := range jobs {
 				t0 := time.Now()
+				cores.enter()
 				res, err := exec(ctx, e, r)
+				cores.leave()
 				if err == nil && res != nil {
 					res.Key, res.Dataset, res.Setting, res.Method, res.Split = r.Key, r.Dataset, r.Setting.Name, r.Method.Name, r.Split
 					res.Finished = time.Now().UTC().Format(time.RFC3339)
@@ -499,6 +505,46 @@ dispatch:
 		return sum, fmt.Errorf("%d of %d runs failed; rerun the same command to retry them (first: %w)", sum.Failed, len(todo), firstErr)
 	}
 	return sum, nil
+}
+
+// coreShare gives each fit one core while there are at least as many fits
+// under way as cores (graph.OneCorePerRun): fits that each spread
+// themselves over every core only contend for them (twelve T11 fits on two
+// workers: 13.5–13.8 s before, 13.2 s with one core each). When fewer fits
+// are left than cores, as at the end of a grid, the hold is released and
+// they spread again.
+type coreShare struct {
+	mu      sync.Mutex
+	active  int
+	release func()
+}
+
+func (c *coreShare) enter() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.active++
+	if c.release == nil && c.active > 1 && c.active >= runtime.GOMAXPROCS(0) {
+		c.release = graph.OneCorePerRun()
+	}
+}
+
+func (c *coreShare) leave() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.active--
+	if c.release != nil && c.active < runtime.GOMAXPROCS(0) {
+		c.release()
+		c.release = nil
+	}
+}
+
+func (c *coreShare) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.release != nil {
+		c.release()
+		c.release = nil
+	}
 }
 
 // SetupError is an Execute failure before any run started (a bad shard,

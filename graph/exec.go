@@ -86,7 +86,7 @@ func newFlat(g *G.ExprGraph) (*flat, error) {
 // run executes every step once: in schedule order, or side by side on
 // f.workers goroutines when the graph is wide enough (see interop.go).
 func (f *flat) run() error {
-	if f.workers > 1 {
+	if f.workers > 1 && oneCorePerRun.Load() == 0 {
 		return f.runParallel(f.workers)
 	}
 	for i := range f.steps {

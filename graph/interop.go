@@ -92,6 +92,28 @@ func (f *flat) plan() {
 	}
 }
 
+// oneCorePerRun counts the holders of OneCorePerRun.
+var oneCorePerRun atomic.Int32
+
+// OneCorePerRun makes every program run its steps in order and every op
+// run on its caller's goroutine, until release is called. A caller that
+// already keeps each core busy with its own work, such as an experiment
+// runner fitting as many models side by side as there are cores, holds
+// it: a fit that spread itself over the cores as well would only add
+// handoffs between goroutines contending for them. Results do not change:
+// the schedule never changes a program's arithmetic.
+func OneCorePerRun() (release func()) {
+	oneCorePerRun.Add(1)
+	releaseGemm := gemm.Serial()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			releaseGemm()
+			oneCorePerRun.Add(-1)
+		})
+	}
+}
+
 // sequential makes the program run its steps in order.
 func (f *flat) sequential() { f.workers = 1 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -257,5 +258,63 @@ func TestChunkedReductionIndependentOfSerial(t *testing.T) {
 		if math.Float64bits(free[j]) != math.Float64bits(held[j]) {
 			t.Fatalf("v̄[%d] = %v split across cores, %v under Serial", j, free[j], held[j])
 		}
+	}
+}
+
+// While OneCorePerRun is held, a program planned side by side runs its
+// steps one at a time and its products on one goroutine; released, the
+// same program runs two steps at once again.
+func TestOneCorePerRun(t *testing.T) {
+	var inFlight, most atomic.Int32
+	slow := &RowFunc{Name: "slow", Out: 1, F: func(in [][]float64, out, _ []float64) {
+		n := inFlight.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		inFlight.Add(-1)
+		out[0] = in[0][0]
+	}}
+	g := G.NewGraph()
+	var sum *G.Node
+	for i := range 2 { // two inputs: the graph merges identical nodes
+		r := must(Rows(slow, matrix(g, "x"+string(rune('a'+i)), 1, 1, 1)))
+		if sum == nil {
+			sum = r
+		} else {
+			sum = must(G.Add(sum, r))
+		}
+	}
+	p, err := Compile(g, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sideBySide(p)
+	release := OneCorePerRun()
+	if gemm.Procs() != 1 {
+		t.Errorf("held: products may use %d goroutines", gemm.Procs())
+	}
+	if err := p.Run(); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	release() // a second call is harmless
+	if got := most.Load(); got != 1 {
+		t.Errorf("held: %d steps ran at once, want 1", got)
+	}
+	if oneCorePerRun.Load() != 0 {
+		t.Fatalf("released twice: count %d", oneCorePerRun.Load())
+	}
+	if err := p.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if got := most.Load(); got != 2 {
+		t.Errorf("released: at most %d steps ran at once, want 2", got)
+	}
+	if v, _ := p.Float64s(sum); len(v) != 1 || v[0] != 2 {
+		t.Errorf("sum = %v, want [2]", v)
 	}
 }
