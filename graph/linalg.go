@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/gonum/lapack/lapack64"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // ErrNotPositiveDefinite is returned (wrapped) when a Cholesky factorisation
@@ -278,8 +280,9 @@ type triProdOp struct {
 
 // TriProd returns the lower (or upper) triangle, diagonal included, of
 // U·Vᵀ for m×k matrices U and V, zero elsewhere: TriMask(MatMul(U, V, false,
-// true), lower, 1) computing only the row panels that reach the triangle,
-// 55–65% of the full product's multiply-adds. The gradients with respect to
+// true), lower, 1) computing only the register tiles that reach the
+// triangle (gemm.DgemmTri; without the assembly kernel, the row panels
+// that do, 55–65% of the full product's multiply-adds). The gradients with respect to
 // triangular factors (TriSolve's and TriMul's) are such triangles.
 func TriProd(u, v *G.Node, lower bool) (*G.Node, error) {
 	us, vs := u.Shape(), v.Shape()
@@ -301,7 +304,7 @@ func (op triProdOp) WriteHash(h hash.Hash) { writeHash(h, op) }
 func (op triProdOp) Hashcode() uint32      { return hashOf(op) }
 func (op triProdOp) DiffWRT(int) []bool    { return []bool{true, true} }
 
-// triProdPanel is the row-panel height: small enough that the wasted
+// triProdPanel is the row-panel height of the portable path: small enough that the wasted
 // half of each diagonal block is a small share, large enough that each
 // panel is an efficient product.
 const triProdPanel = 48
@@ -317,6 +320,11 @@ func (op triProdOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	m, k := op.m, op.k
 	c := op.buf.take(m * m)
+	if gemm.KernelName != "go" {
+		multiplyAdds.Add(int64(m) * int64(m+1) / 2 * int64(k))
+		gemm.DgemmTri(op.lower, false, true, m, k, 1, u, k, v, k, c, m)
+		return op.buf.owned(tensor.Shape{m, m}, c), nil
+	}
 	clear(c)
 	h := triProdPanel
 	if m < 2*h {
