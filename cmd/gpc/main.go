@@ -32,6 +32,9 @@
 // gpc train standardises the inputs (the transform is saved in the model
 // and applied by gpc predict; --no-standardize turns it off).
 //
+// GPC_CPUPROFILE=FILE writes a CPU profile of the command to FILE (go tool
+// pprof reads it).
+//
 // Every command prints its flags with -h. Usage errors exit with status 2,
 // runtime errors with status 1 and a message "gpc <command>: ..." on
 // standard error. Ctrl-C or SIGTERM interrupts training or prediction, also
@@ -47,6 +50,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -60,9 +64,39 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
+	stopProfile, err := startProfile(os.Getenv("GPC_CPUPROFILE"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gpc: GPC_CPUPROFILE: %v\n", err)
+		os.Exit(1)
+	}
 	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	if err := stopProfile(); err != nil && code == 0 {
+		fmt.Fprintf(os.Stderr, "gpc: GPC_CPUPROFILE: %v\n", err)
+		code = 1
+	}
 	os.Exit(code)
+}
+
+// startProfile writes a CPU profile of the whole command to path (none
+// when path is empty), for go tool pprof: where a long experiment run
+// spends its time is otherwise guesswork.
+func startProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // command is one subcommand of gpc.

@@ -505,3 +505,25 @@ func TestBinaryModels(t *testing.T) {
 		t.Errorf("svgp on 3 classes: status %d, %q", code, stderr)
 	}
 }
+
+// GPC_CPUPROFILE's file is a profile once the command ends; an empty
+// setting writes nothing and an unwritable path is an error.
+func TestStartProfile(t *testing.T) {
+	stop, err := startProfile("")
+	if err != nil || stop() != nil {
+		t.Fatalf("empty path: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	if stop, err = startProfile(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("profile %s: %v, %v", path, fi, err)
+	}
+	if _, err := startProfile(filepath.Join(t.TempDir(), "missing", "cpu.prof")); err == nil {
+		t.Fatal("a path in a missing directory gave no error")
+	}
+}
