@@ -1,0 +1,57 @@
+package gemm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+func packedSolve(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+	packedTri(true, ul, tA != blas.NoTrans, d, m, n, alpha, a, lda, b, ldb)
+}
+
+func packedProduct(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+	packedTri(false, ul, tA != blas.NoTrans, d, m, n, alpha, a, lda, b, ldb)
+}
+
+func TestPackedTriMatchesGonum(t *testing.T) {
+	kernels(t, func(t *testing.T) {
+		checkLeftTriangular(t, 27, []int{1, 5, 6, 7, 17, 33, 64, 100, 150, 301}, true, packedSolve, gonum.Implementation{}.Dtrsm)
+		checkLeftTriangular(t, 37, []int{1, 5, 6, 7, 17, 33, 64, 100, 150, 301}, false, packedProduct, gonum.Implementation{}.Dtrmm)
+	})
+}
+
+func BenchmarkTriPacked(bm *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, sh := range [][2]int{{100, 200}, {100, 100}, {300, 1024}, {300, 300}} {
+		m, n := sh[0], sh[1]
+		a := randSlice(r, m*m)
+		for i := 0; i < m; i++ {
+			a[i*m+i] = 3
+			for j := 0; j < m; j++ {
+				if j != i {
+					a[i*m+j] *= 0.1
+				}
+			}
+		}
+		b0 := randSlice(r, m*n)
+		b := make([]float64, m*n)
+		for _, tr := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+			for _, v := range []struct {
+				name string
+				f    func(blas.Side, blas.Uplo, blas.Transpose, blas.Diag, int, int, float64, []float64, int, []float64, int)
+			}{{"trsm", Implementation{}.Dtrsm}, {"packedSolve", packedSolve}, {"trmm", Implementation{}.Dtrmm}, {"packedProduct", packedProduct}} {
+				bm.Run(fmt.Sprintf("%s/%dx%d/%c", v.name, m, n, tr), func(bm *testing.B) {
+					for range bm.N {
+						copy(b, b0)
+						v.f(blas.Left, blas.Lower, tr, blas.NonUnit, m, n, 1, a, m, b, n)
+					}
+					bm.ReportMetric(float64(m*m/2*n)*float64(bm.N)/bm.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
+		}
+	}
+}
