@@ -451,3 +451,28 @@ func TestSumOfProductsValue(t *testing.T) {
 		}
 	}
 }
+
+// From the blocked kernel's size on, Gram computes one triangle and
+// mirrors it: bit for bit the full product of two nodes holding A, and
+// exactly symmetric.
+func TestGramMatchesProduct(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, s := range [][2]int{{4, 3}, {13, 40}, {100, 784}, {301, 20}} {
+		n, d := s[0], s[1]
+		av := randMat(rng, n, d)
+		g := G.NewGraph()
+		A := matrix(g, "A", n, d, av...)
+		B := matrix(g, "B", n, d, av...)
+		K, P := must(MatMul(A, A, false, true)), must(MatMul(A, B, false, true))
+		p := run(t, g, K, P)
+		k, _ := p.Float64s(K)
+		q, _ := p.Float64s(P)
+		for i := range n {
+			for j := range n {
+				if math.Float64bits(k[i*n+j]) != math.Float64bits(q[i*n+j]) || k[i*n+j] != k[j*n+i] {
+					t.Fatalf("%dx%d: K[%d,%d] = %v, K[%d,%d] = %v, product %v", n, d, i, j, k[i*n+j], j, i, k[j*n+i], q[i*n+j])
+				}
+			}
+		}
+	}
+}
