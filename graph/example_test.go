@@ -136,3 +136,49 @@ func ExampleRows() {
 	fmt.Printf("%.3f\n", got)
 	// Output: [0.333 0.333 0.333 0.090 0.245 0.665]
 }
+
+// A per-row term with its own gradient: each row's log-sum-exp, whose
+// vector-Jacobian product is the row's softmax times the output's
+// gradient. graph.Grad then differentiates through the op.
+func ExampleRowFunc_vjp() {
+	g := G.NewGraph()
+	x := G.NewMatrix(g, G.Float64, G.WithShape(2, 3), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float64{0, 0, 0, 1, 2, 3}))))
+	lse := &graph.RowFunc{Name: "logsumexp", Out: 1,
+		F: func(in [][]float64, out, _ []float64) {
+			sum := 0.0
+			for _, v := range in[0] {
+				sum += math.Exp(v)
+			}
+			out[0] = math.Log(sum)
+		},
+		VJP: func(in [][]float64, gOut []float64, grad [][]float64, _ []float64) {
+			sum := 0.0
+			for _, v := range in[0] {
+				sum += math.Exp(v)
+			}
+			for j, v := range in[0] {
+				grad[0][j] += gOut[0] * math.Exp(v) / sum
+			}
+		},
+	}
+	l, err := graph.Rows(lse, x)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cost, _ := G.Sum(l)
+	grads, err := graph.Grad(cost, x)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	prog, _ := graph.Compile(g, cost, grads[0])
+	if err := prog.Run(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	gx, _ := prog.Float64s(grads[0])
+	fmt.Printf("%.3f\n", gx)
+	// Output: [0.333 0.333 0.333 0.090 0.245 0.665]
+}

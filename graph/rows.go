@@ -9,9 +9,10 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// RowFunc maps row i of each of its arguments to row i of its output, for
-// values that are never differentiated, such as a likelihood's predictive
-// probabilities.
+// RowFunc maps row i of each of its arguments to row i of its output: a
+// likelihood's predictive probabilities, or, given its vector-Jacobian
+// product, a differentiable per-row term such as an expected
+// log-likelihood by quadrature.
 //
 // Why: a per-row computation of many small steps (a quadrature with
 // Newton-located nodes per row and class) built from graph ops is dozens
@@ -33,12 +34,26 @@ type RowFunc struct {
 	// Cost is the time of F on one row in nanoseconds, for deciding whether
 	// a call is worth splitting across cores; 0 never splits.
 	Cost float64
+	// VJP, when set, makes the node differentiable once: it adds to grad[a]
+	// (zero on entry, the width of argument a) the gradient of
+	// Σ_j gOut[j]·F(in)[j] with respect to row i of argument a. It is given
+	// Scratch float64s of its own. Without Graph the gradient node has no
+	// gradient itself: a second derivative through it is an error naming
+	// the function.
+	VJP func(in [][]float64, gOut []float64, grad [][]float64, scratch []float64)
+	// VJPCost is VJP's time on one row in nanoseconds, as Cost.
+	VJPCost float64
+	// Graph, when set with VJP, builds the same function from graph ops
+	// (its n×Out result from the argument nodes): second derivatives are
+	// taken through it, the first through VJP. It is only built when a
+	// second derivative is asked for.
+	Graph func(args []*G.Node) (*G.Node, error)
 }
 
 // Rows returns the n×f.Out matrix whose row i is f.F of row i of each
-// argument; every argument is a float64 n×d_a matrix with the same n. The
-// node has no gradient: differentiating through it is an error that names
-// f, never a silent zero.
+// argument; every argument is a float64 n×d_a matrix with the same n.
+// Without f.VJP the node has no gradient: differentiating through it is an
+// error that names f, never a silent zero.
 func Rows(f *RowFunc, args ...*G.Node) (*G.Node, error) {
 	if f == nil || f.F == nil || f.Out < 1 || f.Scratch < 0 || len(args) == 0 {
 		return nil, fmt.Errorf("graph.Rows: need a RowFunc with F, Out ≥ 1 and Scratch ≥ 0, and at least one argument")
@@ -90,10 +105,30 @@ func (op rowsOp) DiffWRT(k int) []bool {
 	return d
 }
 
-// SymDiff refuses: a RowFunc has no derivative to offer, and a zero would
-// be a wrong gradient that nothing reports.
-func (op rowsOp) SymDiff(G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
-	return nil, fmt.Errorf("graph.Rows(%s) has no gradient: it computes values that are not differentiated", op.f.Name)
+// SymDiff is f.VJP's node, one n×Σd_a matrix split into the arguments'
+// gradients; without VJP it refuses, since a zero would be a wrong gradient
+// that nothing reports.
+func (op rowsOp) SymDiff(in G.Nodes, _, g *G.Node) (G.Nodes, error) {
+	if op.f.VJP == nil {
+		return nil, fmt.Errorf("graph.Rows(%s) has no gradient: it computes values that are not differentiated", op.f.Name)
+	}
+	total := 0
+	for _, w := range op.widths {
+		total += w
+	}
+	all, err := applyOp(rowsVJPOp{f: op.f, n: op.n, widths: op.widths, total: total}, append(append(G.Nodes{}, in...), g)...)
+	if err != nil {
+		return nil, err
+	}
+	grads := make(G.Nodes, len(in))
+	off := 0
+	for a, w := range op.widths {
+		if grads[a], err = Take(all, 1, off, off+w); err != nil {
+			return nil, err
+		}
+		off += w
+	}
+	return grads, nil
 }
 
 func (op rowsOp) Do(vs ...G.Value) (G.Value, error) {
@@ -130,3 +165,122 @@ func (op rowsOp) rows(in [][]float64, out []float64, lo, hi int, row [][]float64
 }
 
 func (op rowsOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+// rowsVJPOp computes a RowFunc's vector-Jacobian product for every
+// argument, side by side in one n×total matrix.
+type rowsVJPOp struct {
+	pureOp
+	f      *RowFunc
+	n      int
+	widths []int
+	total  int
+}
+
+func (op rowsVJPOp) Arity() int { return len(op.widths) + 1 }
+func (op rowsVJPOp) Type() hm.Type {
+	ins := make([]int, len(op.widths)+1)
+	for i := range ins {
+		ins[i] = 2
+	}
+	return fnType(2, ins...)
+}
+func (op rowsVJPOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.n, op.total}, nil
+}
+func (op rowsVJPOp) String() string {
+	return fmt.Sprintf("RowsVJP(%s,%d,%v)", op.f.Name, op.n, op.widths)
+}
+func (op rowsVJPOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op rowsVJPOp) Hashcode() uint32      { return hashOf(op) }
+func (op rowsVJPOp) DiffWRT(k int) []bool {
+	d := make([]bool, k) // so that a second derivative reaches SymDiff's error
+	for i := range d {
+		d[i] = true
+	}
+	return d
+}
+
+// SymDiff differentiates the gradient through f.Graph: the graph form's
+// first derivative, pulled back by the partials that fused ops' adjoints
+// use, gives the adjoints of the arguments and of the output's gradient.
+func (op rowsVJPOp) SymDiff(in G.Nodes, _, g *G.Node) (G.Nodes, error) {
+	if op.f.Graph == nil {
+		return nil, fmt.Errorf("graph.Rows(%s): its gradient has no gradient (second derivatives need the RowFunc's Graph form)", op.f.Name)
+	}
+	k := len(op.widths)
+	args, gOut := in[:k], in[k]
+	f, err := op.f.Graph(args)
+	if err != nil {
+		return nil, fmt.Errorf("graph.Rows(%s): building its graph form: %w", op.f.Name, err)
+	}
+	if s := f.Shape(); len(s) != 2 || s[0] != op.n || s[1] != op.f.Out {
+		return nil, fmt.Errorf("graph.Rows(%s): its graph form has shape %v, want (%d, %d)", op.f.Name, s, op.n, op.f.Out)
+	}
+	first, err := partials(G.Nodes{f}, G.Nodes{gOut}, args)
+	if err != nil {
+		return nil, err
+	}
+	var outs, seeds G.Nodes
+	off := 0
+	for a, w := range op.widths {
+		if first[a] != nil {
+			seed, err := Take(g, 1, off, off+w)
+			if err != nil {
+				return nil, err
+			}
+			outs, seeds = append(outs, first[a]), append(seeds, seed)
+		}
+		off += w
+	}
+	if len(outs) == 0 {
+		return make(G.Nodes, len(in)), nil
+	}
+	return partials(outs, seeds, in)
+}
+
+func (op rowsVJPOp) Do(vs ...G.Value) (G.Value, error) {
+	in, err := op.buf.inputs(vs)
+	if err != nil {
+		return nil, err
+	}
+	for a, w := range op.widths {
+		if len(in[a]) != op.n*w {
+			return nil, fmt.Errorf("graph: %v got %d values for argument %d", op, len(in[a]), a)
+		}
+	}
+	if g := in[len(op.widths)]; len(g) != op.n*op.f.Out {
+		return nil, fmt.Errorf("graph: %v got %d values for the output's gradient", op, len(g))
+	}
+	out := op.buf.take(op.n * op.total)
+	clear(out)
+	k := len(op.widths)
+	if op.f.VJPCost > 0 && splits(op.n, 1, op.f.VJPCost) {
+		parallelFor(op.n, 1, op.f.VJPCost, func(lo, hi int) {
+			op.rows(in, out, lo, hi, make([][]float64, 2*k), make([]float64, op.f.Scratch))
+		})
+	} else {
+		op.rows(in, out, 0, op.n, op.buf.rowsOf(2*k), op.buf.scratchOf(op.f.Scratch))
+	}
+	return op.buf.owned(tensor.Shape{op.n, op.total}, out), nil
+}
+
+// rows runs VJP on rows [lo, hi): views[:k] are the argument rows,
+// views[k:] the gradient rows.
+func (op rowsVJPOp) rows(in [][]float64, out []float64, lo, hi int, views [][]float64, scratch []float64) {
+	k := len(op.widths)
+	args, grads := views[:k], views[k:]
+	gOut := in[k]
+	w := op.f.Out
+	for i := lo; i < hi; i++ {
+		off := i * op.total
+		for a, x := range in[:k] {
+			d := op.widths[a]
+			args[a] = x[i*d : (i+1)*d : (i+1)*d]
+			grads[a] = out[off : off+d : off+d]
+			off += d
+		}
+		op.f.VJP(args, gOut[i*w:(i+1)*w:(i+1)*w], grads, scratch)
+	}
+}
+
+func (op rowsVJPOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

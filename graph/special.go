@@ -350,6 +350,36 @@ func invMillsGap(x float64) (lam, gap float64) {
 	return lam, x + lam
 }
 
+// logNormCDFInvMills is log Φ(x), λ(x) and x + λ(x) together, each equal
+// to what logNormCDF and invMillsGap return, sharing the tail evaluation
+// that the three need.
+func logNormCDFInvMills(x float64) (lp, lam, gap float64) {
+	switch {
+	case x <= tailCut:
+		t := -x
+		v := millsTail(t)
+		return -0.5*x*x - logSqrt2Pi - math.Log(t+v), t + v, v
+	case x > 0 && x < normTailEnd:
+		q := upperTail(x)
+		lam = normPDF(x) / (1 - q)
+		return math.Log1p(-q), lam, x + lam
+	case x > 0:
+		lam = normPDF(x)
+		return math.Log1p(-0.5 * math.Erfc(x*invSqrt2)), lam, x + lam
+	case x <= 0:
+		q := upperTail(-x)
+		lam = normPDF(x) / q
+		return math.Log(q), lam, x + lam
+	}
+	return x, x, x // NaN
+}
+
+// LogNormCDFInvMillsValue is log Φ(x), λ(x) = φ(x)/Φ(x) and x + λ(x) for a
+// number, as LogNormCDFValue, InvMillsValue and MillsGap compute them, in
+// one evaluation of the tail they share (for per-row code with its own
+// gradient, such as robust-max's quadrature).
+func LogNormCDFInvMillsValue(x float64) (lp, lam, gap float64) { return logNormCDFInvMills(x) }
+
 // MillsGap returns x + λ(x) elementwise without the cancellation that forming
 // the sum suffers far in the lower tail. It is the curvature term of log Φ:
 // d²/dx² log Φ(x) = −λ(x)(x + λ(x)).

@@ -466,3 +466,28 @@ func TestMillsTermsEnough(t *testing.T) {
 		}
 	}
 }
+
+// The shared evaluation gives exactly the separate functions' values, in
+// both tails, at the branch points and at NaN.
+func TestLogNormCDFInvMillsMatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	xs := []float64{-40, -5, math.Nextafter(-5, 0), -1e-300, 0, 1e-300, normTailEnd, math.Nextafter(normTailEnd, 0), 40, math.Inf(1), math.Inf(-1)}
+	for range 20000 {
+		xs = append(xs, 12*rng.NormFloat64())
+	}
+	for _, x := range xs {
+		lp, lam, gap := logNormCDFInvMills(x)
+		wl, wg := invMillsGap(x)
+		if !sameFloat(lp, logNormCDF(x)) || !sameFloat(lam, wl) || !sameFloat(gap, wg) {
+			t.Fatalf("x = %v: (%v, %v, %v), separately (%v, %v, %v)", x, lp, lam, gap, logNormCDF(x), wl, wg)
+		}
+	}
+	lp, lam, gap := logNormCDFInvMills(math.NaN())
+	if !math.IsNaN(lp) || !math.IsNaN(lam) || !math.IsNaN(gap) {
+		t.Fatalf("NaN gave (%v, %v, %v)", lp, lam, gap)
+	}
+}
+
+func sameFloat(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || (math.IsNaN(a) && math.IsNaN(b))
+}

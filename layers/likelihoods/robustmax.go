@@ -88,7 +88,29 @@ func (l *RobustMax) check(mu, v *G.Node) (n, c int, err error) {
 }
 
 // argmaxProb returns the n-vector P_i = Pr(f_{y_i} > f_c for all c ≠ y_i) for
-// one-hot targets y (n×C). With f_y = μ_y + σ_y z,
+// one-hot targets y (n×C), or for class own of every row when own ≥ 0.
+// With targets it is one op per row with its own reverse pass
+// (trainRows); the class-of-every-row form, and the reference the op is
+// tested against, is argmaxProbGraph.
+func (l *RobustMax) argmaxProb(s *layers.Scope, mu, v, y *G.Node, own int) (*G.Node, error) {
+	if own >= 0 {
+		return l.argmaxProbGraph(s, mu, v, y, own)
+	}
+	n, c, err := l.check(mu, v)
+	if err != nil {
+		return nil, err
+	}
+	if ys := y.Shape(); len(ys) != 2 || ys[0] != n || ys[1] != c {
+		return nil, fmt.Errorf("likelihoods.RobustMax: targets of shape %v, want %d×%d one-hot rows", ys, n, c)
+	}
+	p, err := graph.Rows(l.trainRows(c), mu, v, y)
+	if err != nil {
+		return nil, err
+	}
+	return graph.Reshape(p, tensor.Shape{n})
+}
+
+// argmaxProbGraph is argmaxProb built from graph ops. With f_y = μ_y + σ_y z,
 //
 //	P = ∫ φ(z) Π_{c≠y} Φ(a_c + b_c z) dz,  a_c = (μ_y − μ_c)/σ_c,  b_c = σ_y/σ_c.
 //
@@ -103,9 +125,10 @@ func (l *RobustMax) check(mu, v *G.Node) (n, c int, err error) {
 // factors are formed for the other C − 1 classes only, where for targets
 // from data the class's own column is computed and multiplied by zero. The
 // two give the same numbers (adding the zero terms changes no sum). Predict
-// no longer builds this form (its rows are one op, argmaxProbRow); the
-// graph form with own ≥ 0 is the reference the tests hold those rows to.
-func (l *RobustMax) argmaxProb(s *layers.Scope, mu, v, y *G.Node, own int) (*G.Node, error) {
+// no longer builds this form (its rows are one op, argmaxProbRow), nor
+// does training (trainRows); the additive-noise likelihoods' predictions
+// do, and the tests hold both ops to it.
+func (l *RobustMax) argmaxProbGraph(s *layers.Scope, mu, v, y *G.Node, own int) (*G.Node, error) {
 	n, c, err := l.check(mu, v)
 	if err != nil {
 		return nil, err
@@ -379,6 +402,259 @@ func argmaxProbRow(a, b, t, ck []float64, newton int, zs, ls []float64) float64 
 		p += ls[i] * prod
 	}
 	return p
+}
+
+// trainRows is argmaxProb for one-hot targets as one op per row: P_i from
+// the row's means, variances and targets, and its gradient with respect to
+// the means and variances by a reverse pass written out below, through the
+// quadrature and the Newton steps that place it (the same function as the
+// graph form's, so the gradient is the estimate's own; second derivatives
+// go through the graph form). Built from graph ops, the rule was forty-odd
+// passes over n×C×k intermediates and their adjoints: an eighth of the
+// synthetic tables' step, and most of the step's work for many classes.
+func (l *RobustMax) trainRows(c int) *graph.RowFunc {
+	k := l.Points
+	t, w := Hermite(k)
+	ck := make([]float64, k)
+	for i := range ck {
+		ck[i] = math.Log(w[i]) + t[i]*t[i] - 0.5*math.Log(2*math.Pi) + 0.5*math.Log(2)
+	}
+	newton := l.newton()
+	if l.Plain {
+		newton = -1
+	}
+	o := c - 1
+	size := rmScratch(o, newton, k)
+	per := float64(o*(k+newton+1)) * 20
+	return &graph.RowFunc{
+		Name:    fmt.Sprintf("robustmax-train(C=%d,k=%d,newton=%d)", c, k, newton),
+		Out:     1,
+		Scratch: size,
+		Cost:    per,
+		VJPCost: 2.5 * per,
+		F: func(in [][]float64, out, scratch []float64) {
+			r := newRMRow(scratch, o, newton, k)
+			out[0] = r.forward(in[0], in[1], hotIndex(in[2]), t, ck, false)
+		},
+		VJP: func(in [][]float64, g []float64, grad [][]float64, scratch []float64) {
+			r := newRMRow(scratch, o, newton, k)
+			y := hotIndex(in[2])
+			r.forward(in[0], in[1], y, t, ck, true)
+			r.reverse(g[0], in[1], y, t, grad[0], grad[1])
+		},
+		Graph: func(args []*G.Node) (*G.Node, error) {
+			p, err := l.argmaxProbGraph(layers.NewScope(args[0].Graph()), args[0], args[1], args[2], -1)
+			if err != nil {
+				return nil, err
+			}
+			return graph.Reshape(p, tensor.Shape{p.Shape()[0], 1})
+		},
+	}
+}
+
+// hotIndex is the class of a one-hot row (its largest entry).
+func hotIndex(y []float64) int {
+	best := 0
+	for j, v := range y {
+		if v > y[best] {
+			best = j
+		}
+	}
+	return best
+}
+
+// rmRow is one row's working state: for the other classes q (in class
+// order, skipping y) a_q = (μ_y − μ_q)/σ_q, b_q = σ_y/σ_q and σ_q; per
+// Newton iterate j the inverse Mills ratios λ and gaps x + λ at
+// x = a + b z_j, z_j, −d²/dz² log g and the step's d1; per node Z_k and
+// its weight e^(ℓ_k), and λ at each node and class; the adjoints of a, b.
+type rmRow struct {
+	o, newton, k     int
+	a, b, sd         []float64
+	lam, gap         []float64 // (newton+1)·o
+	z, negD2, d1     []float64 // newton+1
+	nodes, wts, lamK []float64 // k, k, k·o
+	abar, bbar       []float64
+	scale            float64
+}
+
+func rmScratch(o, newton, k int) int {
+	it := max(newton+1, 0)
+	return 3*o + 2*it*o + 3*it + 2*k + k*o + 2*o
+}
+
+func newRMRow(s []float64, o, newton, k int) rmRow {
+	it := max(newton+1, 0)
+	r := rmRow{o: o, newton: newton, k: k}
+	take := func(n int) []float64 {
+		v := s[:n:n]
+		s = s[n:]
+		return v
+	}
+	r.a, r.b, r.sd = take(o), take(o), take(o)
+	r.lam, r.gap = take(it*o), take(it*o)
+	r.z, r.negD2, r.d1 = take(it), take(it), take(it)
+	r.nodes, r.wts, r.lamK = take(k), take(k), take(k*o)
+	r.abar, r.bbar = take(o), take(o)
+	return r
+}
+
+// forward computes P for the row with target y in the order of
+// operations of argmaxProbGraph, keeping what reverse needs (the nodes'
+// λ only when keep is set).
+func (r *rmRow) forward(mu, v []float64, y int, t, ck []float64, keep bool) float64 {
+	muY, sdY := mu[y], math.Sqrt(v[y])
+	q := 0
+	for c := range mu {
+		if c == y {
+			continue
+		}
+		r.sd[q] = math.Sqrt(v[c])
+		r.a[q] = (muY - mu[c]) / r.sd[q]
+		r.b[q] = sdY / r.sd[q]
+		q++
+	}
+	z, scale := 0.0, 1.0
+	for it := 0; it <= r.newton; it++ {
+		d1, curv := 0.0, 0.0
+		lam, gap := r.lam[it*r.o:(it+1)*r.o], r.gap[it*r.o:(it+1)*r.o]
+		for q := range r.o {
+			x := r.a[q]
+			if it > 0 {
+				x = r.a[q] + r.b[q]*z
+			}
+			lam[q], gap[q] = graph.InvMillsGapValue(x)
+			d1 += r.b[q] * lam[q]
+			curv += r.b[q] * r.b[q] * (lam[q] * gap[q])
+		}
+		if it > 0 {
+			d1 -= z
+		}
+		negD2 := curv + 1
+		r.z[it], r.negD2[it], r.d1[it] = z, negD2, d1
+		if it == r.newton {
+			scale = 1 / math.Sqrt(negD2)
+			break
+		}
+		if it == 0 {
+			z = d1 / negD2
+		} else {
+			z += d1 / negD2
+		}
+	}
+	r.scale = scale
+	centred := r.newton >= 0
+	logScale := math.Log(scale)
+	p := 0.0
+	for i := range r.k {
+		zk, lk := t[i]*math.Sqrt2, ck[i]
+		if centred {
+			zk *= scale
+			lk += logScale
+			zk += z
+		}
+		l := lk - zk*zk*0.5
+		sum := 0.0
+		for q := range r.o {
+			x := r.a[q] + r.b[q]*zk
+			if keep {
+				var lp float64
+				lp, r.lamK[i*r.o+q], _ = graph.LogNormCDFInvMillsValue(x)
+				sum += lp
+			} else {
+				sum += graph.LogNormCDFValue(x)
+			}
+		}
+		r.nodes[i] = zk
+		r.wts[i] = math.Exp(l + sum)
+		p += r.wts[i]
+	}
+	return p
+}
+
+// reverse adds pbar times the gradient of P with respect to the row's
+// means and variances to gmu and gv, after forward with keep.
+func (r *rmRow) reverse(pbar float64, v []float64, y int, t, gmu, gv []float64) {
+	o := r.o
+	clear(r.abar)
+	clear(r.bbar)
+	centred := r.newton >= 0
+	s := r.scale
+	zbar, sbar := 0.0, 0.0
+	// ℓ_k = L_k + Σ_q log Φ(a_q + b_q Z_k), L_k = c_k + log s − Z_k²/2,
+	// Z_k = √2 t_k s + z.
+	for i := range r.k {
+		wk := pbar * r.wts[i]
+		zk := r.nodes[i]
+		zb := 0.0
+		for q := range o {
+			lam := r.lamK[i*o+q]
+			r.abar[q] += wk * lam
+			r.bbar[q] += wk * lam * zk
+			zb += lam * r.b[q]
+		}
+		zb = wk * (zb - zk)
+		if centred {
+			sbar += wk/s + zb*math.Sqrt2*t[i]
+			zbar += zb
+		}
+	}
+	if centred {
+		n := r.newton
+		// s = (−d²)^(−1/2) at the last iterate.
+		nbar := -0.5 * sbar * s * s * s
+		r.iterateBar(n, 0, nbar, &zbar)
+		for it := n - 1; it >= 0; it-- {
+			// z_{it+1} = z_it + d1_it/negD2_it (z_0 = 0).
+			negD2, d1 := r.negD2[it], r.d1[it]
+			d1bar := zbar / negD2
+			nbar := -zbar * d1 / (negD2 * negD2)
+			if it > 0 {
+				zbar -= d1bar // d1_it = Σ b λ − z_it
+			} else {
+				zbar = 0
+			}
+			r.iterateBar(it, d1bar, nbar, &zbar)
+		}
+	}
+	// a_q = (μ_y − μ_q)/σ_q, b_q = σ_y/σ_q, σ = √v.
+	sdY := math.Sqrt(v[y])
+	sdYbar := 0.0
+	q := 0
+	for c := range v {
+		if c == y {
+			continue
+		}
+		sd := r.sd[q]
+		gmu[y] += r.abar[q] / sd
+		gmu[c] -= r.abar[q] / sd
+		sdbar := -(r.abar[q]*r.a[q] + r.bbar[q]*r.b[q]) / sd
+		sdYbar += r.bbar[q] / sd
+		gv[c] += sdbar / (2 * sd)
+		q++
+	}
+	gv[y] += sdYbar / (2 * sdY)
+}
+
+// iterateBar propagates the adjoints d1bar of d1 = Σ_q b_q λ(x_q) and nbar
+// of −d² = 1 + Σ_q b_q² λ(x_q)(x_q + λ(x_q)) at Newton iterate it, where
+// x_q = a_q + b_q z_it (z_0 = 0), to a, b and *zbar (the adjoint of z_it).
+// With λ' = −λ·gap and gap' = 1 − λ·gap, (λ·gap)' = λ(1 − gap(gap + λ)).
+func (r *rmRow) iterateBar(it int, d1bar, nbar float64, zbar *float64) {
+	lam, gap := r.lam[it*r.o:(it+1)*r.o], r.gap[it*r.o:(it+1)*r.o]
+	z := r.z[it]
+	for q := range r.o {
+		b := r.b[q]
+		h := lam[q] * gap[q]
+		hp := lam[q] * (1 - gap[q]*(gap[q]+lam[q]))
+		r.bbar[q] += d1bar*lam[q] + nbar*2*b*h
+		xbar := -d1bar*b*h + nbar*b*b*hp
+		r.abar[q] += xbar
+		if it > 0 {
+			r.bbar[q] += xbar * z
+			*zbar += xbar * b
+		}
+	}
 }
 
 // normalizeRows divides each row of a positive matrix by its sum.
