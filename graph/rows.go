@@ -43,6 +43,12 @@ type RowFunc struct {
 	VJP func(in [][]float64, gOut []float64, grad [][]float64, scratch []float64)
 	// VJPCost is VJP's time on one row in nanoseconds, as Cost.
 	VJPCost float64
+	// Saved, with VJP, is the number of float64s per row that F leaves for
+	// VJP (the forward pass's intermediates, which VJP would otherwise
+	// compute again): F's out row then has Out+Saved entries, the last
+	// Saved of them kept, and VJP finds them, read-only, as one more
+	// argument row after the others.
+	Saved int
 	// Graph, when set with VJP, builds the same function from graph ops
 	// (its n×Out result from the argument nodes): second derivatives are
 	// taken through it, the first through VJP. It is only built when a
@@ -55,8 +61,8 @@ type RowFunc struct {
 // Without f.VJP the node has no gradient: differentiating through it is an
 // error that names f, never a silent zero.
 func Rows(f *RowFunc, args ...*G.Node) (*G.Node, error) {
-	if f == nil || f.F == nil || f.Out < 1 || f.Scratch < 0 || len(args) == 0 {
-		return nil, fmt.Errorf("graph.Rows: need a RowFunc with F, Out ≥ 1 and Scratch ≥ 0, and at least one argument")
+	if f == nil || f.F == nil || f.Out < 1 || f.Scratch < 0 || f.Saved < 0 || len(args) == 0 {
+		return nil, fmt.Errorf("graph.Rows: need a RowFunc with F, Out ≥ 1, Scratch ≥ 0 and Saved ≥ 0, and at least one argument")
 	}
 	op := rowsOp{f: f, widths: make([]int, len(args))}
 	for a, x := range args {
@@ -71,7 +77,15 @@ func Rows(f *RowFunc, args ...*G.Node) (*G.Node, error) {
 		}
 		op.widths[a] = s[1]
 	}
-	return applyOp(op, args...)
+	if f.Saved == 0 || f.VJP == nil {
+		return applyOp(op, args...)
+	}
+	op.saved = f.Saved
+	raw, err := applyOp(op, args...)
+	if err != nil {
+		return nil, err
+	}
+	return Take(raw, 1, 0, f.Out)
 }
 
 type rowsOp struct {
@@ -79,6 +93,7 @@ type rowsOp struct {
 	f      *RowFunc
 	n      int
 	widths []int
+	saved  int // per-row values kept for the VJP after the outputs
 }
 
 func (op rowsOp) Arity() int { return len(op.widths) }
@@ -90,10 +105,10 @@ func (op rowsOp) Type() hm.Type {
 	return fnType(2, ins...)
 }
 func (op rowsOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
-	return tensor.Shape{op.n, op.f.Out}, nil
+	return tensor.Shape{op.n, op.f.Out + op.saved}, nil
 }
 func (op rowsOp) String() string {
-	return fmt.Sprintf("Rows(%s,%d,%v→%d)", op.f.Name, op.n, op.widths, op.f.Out)
+	return fmt.Sprintf("Rows(%s,%d,%v→%d+%d)", op.f.Name, op.n, op.widths, op.f.Out, op.saved)
 }
 func (op rowsOp) WriteHash(h hash.Hash) { writeHash(h, op) }
 func (op rowsOp) Hashcode() uint32      { return hashOf(op) }
@@ -108,7 +123,7 @@ func (op rowsOp) DiffWRT(k int) []bool {
 // SymDiff is f.VJP's node, one n×Σd_a matrix split into the arguments'
 // gradients; without VJP it refuses, since a zero would be a wrong gradient
 // that nothing reports.
-func (op rowsOp) SymDiff(in G.Nodes, _, g *G.Node) (G.Nodes, error) {
+func (op rowsOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	if op.f.VJP == nil {
 		return nil, fmt.Errorf("graph.Rows(%s) has no gradient: it computes values that are not differentiated", op.f.Name)
 	}
@@ -116,7 +131,12 @@ func (op rowsOp) SymDiff(in G.Nodes, _, g *G.Node) (G.Nodes, error) {
 	for _, w := range op.widths {
 		total += w
 	}
-	all, err := applyOp(rowsVJPOp{f: op.f, n: op.n, widths: op.widths, total: total}, append(append(G.Nodes{}, in...), g)...)
+	vjp := rowsVJPOp{f: op.f, n: op.n, widths: op.widths, total: total, saved: op.saved}
+	args := append(G.Nodes{}, in...)
+	if op.saved > 0 {
+		args = append(args, out) // the kept intermediates, and the order
+	}
+	all, err := applyOp(vjp, append(args, g)...)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +161,8 @@ func (op rowsOp) Do(vs ...G.Value) (G.Value, error) {
 			return nil, fmt.Errorf("graph: %v got %d values for argument %d", op, len(f), a)
 		}
 	}
-	out := op.buf.take(op.n * op.f.Out)
+	w := op.f.Out + op.saved
+	out := op.buf.take(op.n * w)
 	if op.f.Cost > 0 && splits(op.n, 1, op.f.Cost) {
 		parallelFor(op.n, 1, op.f.Cost, func(lo, hi int) {
 			op.rows(in, out, lo, hi, make([][]float64, len(in)), make([]float64, op.f.Scratch))
@@ -149,12 +170,12 @@ func (op rowsOp) Do(vs ...G.Value) (G.Value, error) {
 	} else {
 		op.rows(in, out, 0, op.n, op.buf.rowsOf(len(in)), op.buf.scratchOf(op.f.Scratch))
 	}
-	return op.buf.owned(tensor.Shape{op.n, op.f.Out}, out), nil
+	return op.buf.owned(tensor.Shape{op.n, w}, out), nil
 }
 
 // rows runs F on rows [lo, hi), with one set of row views and scratch.
 func (op rowsOp) rows(in [][]float64, out []float64, lo, hi int, row [][]float64, scratch []float64) {
-	w := op.f.Out
+	w := op.f.Out + op.saved
 	for i := lo; i < hi; i++ {
 		for a, x := range in {
 			d := op.widths[a]
@@ -174,11 +195,20 @@ type rowsVJPOp struct {
 	n      int
 	widths []int
 	total  int
+	saved  int // > 0: the forward node (outputs and kept values) is an input
 }
 
-func (op rowsVJPOp) Arity() int { return len(op.widths) + 1 }
+// args is the number of inputs before the output's gradient.
+func (op rowsVJPOp) args() int {
+	if op.saved > 0 {
+		return len(op.widths) + 1
+	}
+	return len(op.widths)
+}
+
+func (op rowsVJPOp) Arity() int { return op.args() + 1 }
 func (op rowsVJPOp) Type() hm.Type {
-	ins := make([]int, len(op.widths)+1)
+	ins := make([]int, op.args()+1)
 	for i := range ins {
 		ins[i] = 2
 	}
@@ -188,7 +218,7 @@ func (op rowsVJPOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{op.n, op.total}, nil
 }
 func (op rowsVJPOp) String() string {
-	return fmt.Sprintf("RowsVJP(%s,%d,%v)", op.f.Name, op.n, op.widths)
+	return fmt.Sprintf("RowsVJP(%s,%d,%v,%d)", op.f.Name, op.n, op.widths, op.saved)
 }
 func (op rowsVJPOp) WriteHash(h hash.Hash) { writeHash(h, op) }
 func (op rowsVJPOp) Hashcode() uint32      { return hashOf(op) }
@@ -208,7 +238,13 @@ func (op rowsVJPOp) SymDiff(in G.Nodes, _, g *G.Node) (G.Nodes, error) {
 		return nil, fmt.Errorf("graph.Rows(%s): its gradient has no gradient (second derivatives need the RowFunc's Graph form)", op.f.Name)
 	}
 	k := len(op.widths)
-	args, gOut := in[:k], in[k]
+	args, gOut := in[:k], in[len(in)-1]
+	if op.saved > 0 { // the gradient of the outputs and (zero) kept values
+		var err error
+		if gOut, err = Take(gOut, 1, 0, op.f.Out); err != nil {
+			return nil, err
+		}
+	}
 	f, err := op.f.Graph(args)
 	if err != nil {
 		return nil, fmt.Errorf("graph.Rows(%s): building its graph form: %w", op.f.Name, err)
@@ -235,7 +271,17 @@ func (op rowsVJPOp) SymDiff(in G.Nodes, _, g *G.Node) (G.Nodes, error) {
 	if len(outs) == 0 {
 		return make(G.Nodes, len(in)), nil
 	}
-	return partials(outs, seeds, in)
+	// The kept values are functions of the arguments, which the graph form
+	// differentiates directly: they get no adjoint of their own.
+	wrt := append(append(G.Nodes{}, args...), in[len(in)-1])
+	adj, err := partials(outs, seeds, wrt)
+	if err != nil {
+		return nil, err
+	}
+	res := make(G.Nodes, len(in))
+	copy(res, adj[:k])
+	res[len(in)-1] = adj[k]
+	return res, nil
 }
 
 func (op rowsVJPOp) Do(vs ...G.Value) (G.Value, error) {
@@ -248,38 +294,44 @@ func (op rowsVJPOp) Do(vs ...G.Value) (G.Value, error) {
 			return nil, fmt.Errorf("graph: %v got %d values for argument %d", op, len(in[a]), a)
 		}
 	}
-	if g := in[len(op.widths)]; len(g) != op.n*op.f.Out {
+	fw := op.f.Out + op.saved // the width of the forward node and its gradient
+	if op.saved > 0 && len(in[len(op.widths)]) != op.n*fw {
+		return nil, fmt.Errorf("graph: %v got %d kept values", op, len(in[len(op.widths)]))
+	}
+	if g := in[op.args()]; len(g) != op.n*fw {
 		return nil, fmt.Errorf("graph: %v got %d values for the output's gradient", op, len(g))
 	}
 	out := op.buf.take(op.n * op.total)
 	clear(out)
-	k := len(op.widths)
+	k := op.args()
 	if op.f.VJPCost > 0 && splits(op.n, 1, op.f.VJPCost) {
 		parallelFor(op.n, 1, op.f.VJPCost, func(lo, hi int) {
-			op.rows(in, out, lo, hi, make([][]float64, 2*k), make([]float64, op.f.Scratch))
+			op.rows(in, out, lo, hi, make([][]float64, k+len(op.widths)), make([]float64, op.f.Scratch))
 		})
 	} else {
-		op.rows(in, out, 0, op.n, op.buf.rowsOf(2*k), op.buf.scratchOf(op.f.Scratch))
+		op.rows(in, out, 0, op.n, op.buf.rowsOf(k+len(op.widths)), op.buf.scratchOf(op.f.Scratch))
 	}
 	return op.buf.owned(tensor.Shape{op.n, op.total}, out), nil
 }
 
-// rows runs VJP on rows [lo, hi): views[:k] are the argument rows,
-// views[k:] the gradient rows.
+// rows runs VJP on rows [lo, hi): views[:args] are the argument rows (and
+// the kept values), the rest the gradient rows.
 func (op rowsVJPOp) rows(in [][]float64, out []float64, lo, hi int, views [][]float64, scratch []float64) {
-	k := len(op.widths)
+	k := op.args()
 	args, grads := views[:k], views[k:]
 	gOut := in[k]
-	w := op.f.Out
+	fw := op.f.Out + op.saved
 	for i := lo; i < hi; i++ {
 		off := i * op.total
-		for a, x := range in[:k] {
-			d := op.widths[a]
-			args[a] = x[i*d : (i+1)*d : (i+1)*d]
+		for a, d := range op.widths {
+			args[a] = in[a][i*d : (i+1)*d : (i+1)*d]
 			grads[a] = out[off : off+d : off+d]
 			off += d
 		}
-		op.f.VJP(args, gOut[i*w:(i+1)*w:(i+1)*w], grads, scratch)
+		if op.saved > 0 {
+			args[k-1] = in[k-1][i*fw+op.f.Out : (i+1)*fw : (i+1)*fw]
+		}
+		op.f.VJP(args, gOut[i*fw:i*fw+op.f.Out:i*fw+op.f.Out], grads, scratch)
 	}
 }
 

@@ -48,6 +48,61 @@ var expDot = &RowFunc{
 	},
 }
 
+// expDotSaved is expDot keeping e^{x_j} for its VJP.
+var expDotSaved = func() *RowFunc {
+	f := *expDot
+	f.Name, f.Saved = "expDotSaved", 3
+	f.F = func(in [][]float64, out, _ []float64) {
+		x, s := in[0], in[1]
+		sum := 0.0
+		for j, v := range x {
+			out[2+j] = math.Exp(v)
+			sum += out[2+j]
+		}
+		out[0], out[1] = sum*s[0], x[0]*x[1]*s[1]
+	}
+	f.VJP = func(in [][]float64, g []float64, grad [][]float64, _ []float64) {
+		x, s, kept := in[0], in[1], in[2]
+		if len(g) != 2 || len(kept) != 3 {
+			panic("expDotSaved: wrong row widths")
+		}
+		for j, e := range kept {
+			grad[0][j] += g[0] * e * s[0]
+			grad[1][0] += g[0] * e
+		}
+		grad[0][0] += g[1] * x[1] * s[1]
+		grad[0][1] += g[1] * x[0] * s[1]
+		grad[1][1] += g[1] * x[0] * x[1]
+	}
+	return &f
+}()
+
+// With kept values the node shows only the outputs, the VJP reads what F
+// kept, and both orders of derivative agree with finite differences.
+func TestRowsVJPSaved(t *testing.T) {
+	for order := 1; order <= 2; order++ {
+		g := G.NewGraph()
+		rng := rand.New(rand.NewPCG(9, 13))
+		x := matrix(g, "x", 5, 3, randMat(rng, 5, 3)...)
+		s := matrix(g, "s", 5, 2, randMat(rng, 5, 2)...)
+		r := must(Rows(expDotSaved, x, s))
+		if sh := r.Shape(); sh[0] != 5 || sh[1] != 2 {
+			t.Fatalf("shape %v, want (5, 2)", sh)
+		}
+		check := CheckGrad
+		if order == 2 {
+			check = CheckGrad2
+		}
+		rep, err := check(nonlinearCost(t, rng, r), G.Nodes{x, s}, CheckOptions{Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(rep.MaxRelErr <= 1e-6) {
+			t.Errorf("order %d: worst %s", order, rep.Worst())
+		}
+	}
+}
+
 // A RowFunc with a VJP is differentiable once, to finite-difference
 // accuracy for every argument, and twice through its Graph form; without
 // that form its gradient refuses a second derivative with an error naming

@@ -424,23 +424,21 @@ func (l *RobustMax) trainRows(c int) *graph.RowFunc {
 		newton = -1
 	}
 	o := c - 1
-	size := rmScratch(o, newton, k)
 	per := float64(o*(k+newton+1)) * 20
 	return &graph.RowFunc{
 		Name:    fmt.Sprintf("robustmax-train(C=%d,k=%d,newton=%d)", c, k, newton),
 		Out:     1,
-		Scratch: size,
+		Saved:   rmSaved(o, newton, k),
+		Scratch: 2 * o,
 		Cost:    per,
-		VJPCost: 2.5 * per,
+		VJPCost: 0.3 * per,
 		F: func(in [][]float64, out, scratch []float64) {
-			r := newRMRow(scratch, o, newton, k)
-			out[0] = r.forward(in[0], in[1], hotIndex(in[2]), t, ck, false)
+			r := newRMRow(out[1:], scratch, o, newton, k)
+			out[0] = r.forward(in[0], in[1], hotIndex(in[2]), t, ck)
 		},
 		VJP: func(in [][]float64, g []float64, grad [][]float64, scratch []float64) {
-			r := newRMRow(scratch, o, newton, k)
-			y := hotIndex(in[2])
-			r.forward(in[0], in[1], y, t, ck, true)
-			r.reverse(g[0], in[1], y, t, grad[0], grad[1])
+			r := newRMRow(in[3], scratch, o, newton, k)
+			r.reverse(g[0], in[1], hotIndex(in[2]), t, grad[0], grad[1])
 		},
 		Graph: func(args []*G.Node) (*G.Node, error) {
 			p, err := l.argmaxProbGraph(layers.NewScope(args[0].Graph()), args[0], args[1], args[2], -1)
@@ -463,46 +461,48 @@ func hotIndex(y []float64) int {
 	return best
 }
 
-// rmRow is one row's working state: for the other classes q (in class
-// order, skipping y) a_q = (μ_y − μ_q)/σ_q, b_q = σ_y/σ_q and σ_q; per
-// Newton iterate j the inverse Mills ratios λ and gaps x + λ at
-// x = a + b z_j, z_j, −d²/dz² log g and the step's d1; per node Z_k and
-// its weight e^(ℓ_k), and λ at each node and class; the adjoints of a, b.
+// rmRow is one row's state, kept by the forward pass for the reverse one:
+// for the other classes q (in class order, skipping y) a_q = (μ_y − μ_q)/σ_q,
+// b_q = σ_y/σ_q and σ_q; per Newton iterate j the inverse Mills ratios λ
+// and gaps x + λ at x = a + b z_j, z_j, −d²/dz² log g and the step's d1;
+// per node Z_k and its weight e^(ℓ_k), λ at each node and class, and the
+// rule's scale. The adjoints of a and b are the reverse pass's scratch.
 type rmRow struct {
 	o, newton, k     int
 	a, b, sd         []float64
 	lam, gap         []float64 // (newton+1)·o
 	z, negD2, d1     []float64 // newton+1
 	nodes, wts, lamK []float64 // k, k, k·o
+	scale            []float64 // 1
 	abar, bbar       []float64
-	scale            float64
 }
 
-func rmScratch(o, newton, k int) int {
+// rmSaved is the length of a row's kept state.
+func rmSaved(o, newton, k int) int {
 	it := max(newton+1, 0)
-	return 3*o + 2*it*o + 3*it + 2*k + k*o + 2*o
+	return 3*o + 2*it*o + 3*it + 2*k + k*o + 1
 }
 
-func newRMRow(s []float64, o, newton, k int) rmRow {
+func newRMRow(kept, scratch []float64, o, newton, k int) rmRow {
 	it := max(newton+1, 0)
 	r := rmRow{o: o, newton: newton, k: k}
 	take := func(n int) []float64 {
-		v := s[:n:n]
-		s = s[n:]
+		v := kept[:n:n]
+		kept = kept[n:]
 		return v
 	}
 	r.a, r.b, r.sd = take(o), take(o), take(o)
 	r.lam, r.gap = take(it*o), take(it*o)
 	r.z, r.negD2, r.d1 = take(it), take(it), take(it)
 	r.nodes, r.wts, r.lamK = take(k), take(k), take(k*o)
-	r.abar, r.bbar = take(o), take(o)
+	r.scale = take(1)
+	r.abar, r.bbar = scratch[:o:o], scratch[o:2*o:2*o]
 	return r
 }
 
 // forward computes P for the row with target y in the order of
-// operations of argmaxProbGraph, keeping what reverse needs (the nodes'
-// λ only when keep is set).
-func (r *rmRow) forward(mu, v []float64, y int, t, ck []float64, keep bool) float64 {
+// operations of argmaxProbGraph, keeping what reverse needs.
+func (r *rmRow) forward(mu, v []float64, y int, t, ck []float64) float64 {
 	muY, sdY := mu[y], math.Sqrt(v[y])
 	q := 0
 	for c := range mu {
@@ -542,7 +542,7 @@ func (r *rmRow) forward(mu, v []float64, y int, t, ck []float64, keep bool) floa
 			z += d1 / negD2
 		}
 	}
-	r.scale = scale
+	r.scale[0] = scale
 	centred := r.newton >= 0
 	logScale := math.Log(scale)
 	p := 0.0
@@ -556,14 +556,9 @@ func (r *rmRow) forward(mu, v []float64, y int, t, ck []float64, keep bool) floa
 		l := lk - zk*zk*0.5
 		sum := 0.0
 		for q := range r.o {
-			x := r.a[q] + r.b[q]*zk
-			if keep {
-				var lp float64
-				lp, r.lamK[i*r.o+q], _ = graph.LogNormCDFInvMillsValue(x)
-				sum += lp
-			} else {
-				sum += graph.LogNormCDFValue(x)
-			}
+			lp, lam, _ := graph.LogNormCDFInvMillsValue(r.a[q] + r.b[q]*zk)
+			r.lamK[i*r.o+q] = lam
+			sum += lp
 		}
 		r.nodes[i] = zk
 		r.wts[i] = math.Exp(l + sum)
@@ -573,13 +568,13 @@ func (r *rmRow) forward(mu, v []float64, y int, t, ck []float64, keep bool) floa
 }
 
 // reverse adds pbar times the gradient of P with respect to the row's
-// means and variances to gmu and gv, after forward with keep.
+// means and variances to gmu and gv, from the state forward kept.
 func (r *rmRow) reverse(pbar float64, v []float64, y int, t, gmu, gv []float64) {
 	o := r.o
 	clear(r.abar)
 	clear(r.bbar)
 	centred := r.newton >= 0
-	s := r.scale
+	s := r.scale[0]
 	zbar, sbar := 0.0, 0.0
 	// ℓ_k = L_k + Σ_q log Φ(a_q + b_q Z_k), L_k = c_k + log s − Z_k²/2,
 	// Z_k = √2 t_k s + z.
