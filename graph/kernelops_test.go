@@ -49,10 +49,51 @@ func TestIntPow(t *testing.T) {
 			t.Fatalf("%v^9 = %v", v, got[i])
 		}
 	}
-	for _, pw := range []int{0, 1, 2, 9} {
+	for _, pw := range []int{0, 1, 2, 3, 9} {
 		checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
 			x := vec(g, "x", 0.3, -0.7, 0.9)
 			return nonlinearCost(t, rng, must(IntPow(x, pw))), G.Nodes{x}
 		})
+	}
+}
+
+// The blocked kernel gives the per-element binary exponentiation's values
+// bit for bit, over block edges, and its gradient form p·x^(p−1)·g those of
+// the power, the product and the scaling it replaced.
+func TestIntPowKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	x, g := randMat(rng, 1, 200), randMat(rng, 1, 200)
+	out := make([]float64, len(x))
+	for p := 0; p <= 12; p++ {
+		for _, n := range []int{0, 1, 63, 64, 65, 200} {
+			intPow(out[:n], x[:n], nil, p, 1)
+			for i, v := range x[:n] {
+				r, b, e := 1.0, v, p
+				for e > 0 {
+					if e&1 == 1 {
+						r *= b
+					}
+					b *= b
+					e >>= 1
+				}
+				if math.Float64bits(out[i]) != math.Float64bits(r) {
+					t.Fatalf("p=%d n=%d: %v^p = %v, per element %v", p, n, v, out[i], r)
+				}
+			}
+			if p == 0 {
+				continue
+			}
+			intPow(out[:n], x[:n], g[:n], p-1, float64(p))
+			for i, v := range x[:n] {
+				want := math.Pow(v, float64(p-1))
+				if p-1 == 0 {
+					want = 1
+				}
+				want = want * g[i] * float64(p)
+				if math.Abs(out[i]-want) > 1e-13*math.Abs(want) {
+					t.Fatalf("p=%d: gradient %v, want %v", p, out[i], want)
+				}
+			}
+		}
 	}
 }
