@@ -46,6 +46,9 @@ type Result struct {
 	// with PointErr, where a table follows single instances (Table 3 of the
 	// robust paper).
 	TestIndex []int `json:"test_index,omitempty"`
+	// SameAs is the key of the run whose result this one copies (Run.Twin):
+	// its Seconds are that fit's, not spent again.
+	SameAs string `json:"same_as,omitempty"`
 	// Seconds is the wall time of training; SecondsPerEpoch divides it by
 	// the epochs actually run (Table 8).
 	Seconds         float64 `json:"seconds"`
@@ -287,6 +290,24 @@ func (s *store) warnings() []string {
 }
 
 // has reports whether a run's key is already stored.
+// twinOf returns the copy of r's twin's result, when r has a twin and its
+// result is stored: the same fit under the other setting's name, noted.
+func (s *store) twinOf(r Run) (*Result, bool) {
+	if r.Twin == "" {
+		return nil, false
+	}
+	s.mu.Lock()
+	t, ok := s.done[r.Twin]
+	s.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	res := t
+	res.Notes = append(append([]string(nil), t.Notes...), "the same fit as "+r.Twin+" (this method does not read the settings' other fields)")
+	res.SameAs = r.Twin
+	return &res, true
+}
+
 func (s *store) has(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -433,7 +454,17 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 	if cfg.Shards > 1 {
 		name = fmt.Sprintf("%s shard %d/%d", s.Name, cfg.Shard, cfg.Shards)
 	}
-	logf("%s: %d runs, %d already done, %d to do on %d workers", name, sum.Total, sum.Skipped, len(todo), max(1, cfg.Workers))
+	twins := 0
+	for _, r := range todo {
+		if r.Twin != "" {
+			twins++
+		}
+	}
+	copies := ""
+	if twins > 0 {
+		copies = fmt.Sprintf(" (%d of them the same fit as another run, copied once it is done)", twins)
+	}
+	logf("%s: %d runs, %d already done, %d to do on %d workers%s", name, sum.Total, sum.Skipped, len(todo), max(1, cfg.Workers), copies)
 	exec := cfg.exec
 	if exec == nil {
 		exec = executeRun
@@ -452,9 +483,13 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 			defer wg.Done()
 			for r := range jobs {
 				t0 := time.Now()
-				cores.enter()
-				res, err := exec(ctx, e, r)
-				cores.leave()
+				res, copied := st.twinOf(r)
+				var err error
+				if !copied {
+					cores.enter()
+					res, err = exec(ctx, e, r)
+					cores.leave()
+				}
 				if err == nil && res != nil {
 					res.Key, res.Dataset, res.Setting, res.Method, res.Split = r.Key, r.Dataset, r.Setting.Name, r.Method.Name, r.Split
 					res.Finished = time.Now().UTC().Format(time.RFC3339)
@@ -479,7 +514,11 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 				} else {
 					sum.Done++
 					n := sum.Done
-					logf("[%d/%d] %s  error %.4f  nll %.4f  (%.1fs)", sum.Skipped+n, sum.Total, r.Key, res.Error, res.NLL, time.Since(t0).Seconds())
+					how := fmt.Sprintf("%.1fs", time.Since(t0).Seconds())
+					if copied {
+						how = "the same fit as " + r.Twin
+					}
+					logf("[%d/%d] %s  error %.4f  nll %.4f  (%s)", sum.Skipped+n, sum.Total, r.Key, res.Error, res.NLL, how)
 					if cfg.afterAppend != nil {
 						cfg.afterAppend(n)
 					}

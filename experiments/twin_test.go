@@ -1,0 +1,92 @@
+package experiments
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// twinSpec has MGP and NIMGP under the same injected noise, given and
+// learned: MGP's two fits are the same fit, NIMGP's are not.
+var twinSpec = strings.Replace(miniSpec, `  - {name: a, noise: 0.1}
+  - {name: b, noise: 0.2}`, `  - {name: a, noise: 0.1}
+  - {name: b, noise: 0.1, learn_noise: true, noise_init: 0.3}`, 1)
+
+// A run whose fit another run of the grid already made is copied, with a
+// note and SameAs, instead of being fitted again; the others are fitted.
+func TestTwinRunsCopied(t *testing.T) {
+	s, err := ParseSpec("twin.yaml", []byte(twinSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := Expand(s)
+	twins := map[string]string{}
+	for _, r := range runs {
+		if r.Twin != "" {
+			twins[r.Key] = r.Twin
+			if r.Method.Name != "MGP" || r.Setting.Name != "b" {
+				t.Errorf("%s has twin %s: only MGP under b should", r.Key, r.Twin)
+			}
+		}
+	}
+	if len(twins) != 3 {
+		t.Fatalf("%d twins, want MGP's 3 splits under b", len(twins))
+	}
+	var mu sync.Mutex
+	fitted := map[string]bool{}
+	fake := func(ctx context.Context, e *env, r Run) (*Result, error) {
+		mu.Lock()
+		fitted[r.Key] = true
+		mu.Unlock()
+		return shardFake(ctx, e, r)
+	}
+	dir := t.TempDir()
+	sum, err := Execute(context.Background(), s, dir, RunConfig{Workers: 1, exec: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != len(runs) || len(fitted) != len(runs)-3 {
+		t.Fatalf("%d runs stored, %d fitted; want %d and %d", sum.Done, len(fitted), len(runs), len(runs)-3)
+	}
+	st, err := openStoreFor(dir, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, twin := range twins {
+		if fitted[k] {
+			t.Errorf("%s was fitted again", k)
+		}
+		got, want := st.done[k], st.done[twin]
+		if got.SameAs != twin || got.Error != want.Error || got.NLL != want.NLL || got.Setting != "b" ||
+			len(got.Notes) == 0 || !strings.Contains(got.Notes[len(got.Notes)-1], twin) {
+			t.Errorf("%s: %+v, its twin %+v", k, got, want)
+		}
+	}
+}
+
+// The assumption behind twins, checked on real fits: MGP fitted under the
+// given and the learned setting gives the same numbers.
+func TestTwinFitsAreTheSameFit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits models")
+	}
+	s, err := ParseSpec("twin.yaml", []byte(twinSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(s, "")
+	var got []*Result
+	for _, r := range Expand(s) {
+		if r.Method.Name == "MGP" && r.Split == 0 {
+			res, err := executeRun(context.Background(), e, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, res)
+		}
+	}
+	if len(got) != 2 || got[0].Error != got[1].Error || got[0].NLL != got[1].NLL {
+		t.Fatalf("MGP under the two settings: %+v and %+v", got[0], got[1])
+	}
+}
