@@ -145,7 +145,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if sn > 1 {
 			n := 0
 			for _, r := range runs {
-				if ShardOf(r.Key, sn) == si {
+				if r.shard(sn) == si {
 					n++
 				}
 			}

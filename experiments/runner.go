@@ -429,7 +429,7 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 	}
 	runs := Expand(s)
 	if cfg.Shards > 1 {
-		runs = slices.DeleteFunc(runs, func(r Run) bool { return ShardOf(r.Key, cfg.Shards) != cfg.Shard })
+		runs = slices.DeleteFunc(runs, func(r Run) bool { return r.shard(cfg.Shards) != cfg.Shard })
 	}
 	sum.Total = len(runs)
 	var todo []Run
@@ -592,6 +592,15 @@ type SetupError struct{ Err error }
 
 func (e *SetupError) Error() string { return e.Err.Error() }
 func (e *SetupError) Unwrap() error { return e.Err }
+
+// shard is the run's shard of n: its twin's, if it has one, so that the
+// fit it copies is made by the same runner (and so always found).
+func (r Run) shard(n int) int {
+	if r.Twin != "" {
+		return ShardOf(r.Twin, n)
+	}
+	return ShardOf(r.Key, n)
+}
 
 // ShardOf is the 1-based shard of n that runs the run with this key: a
 // hash of the key, so that a shard's share does not depend on the order

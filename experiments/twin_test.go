@@ -33,6 +33,17 @@ func TestTwinRunsCopied(t *testing.T) {
 	if len(twins) != 3 {
 		t.Fatalf("%d twins, want MGP's 3 splits under b", len(twins))
 	}
+	byKey := map[string]Run{}
+	for _, r := range runs {
+		byKey[r.Key] = r
+	}
+	for k, twin := range twins {
+		for n := 2; n <= 5; n++ {
+			if byKey[k].shard(n) != byKey[twin].shard(n) {
+				t.Errorf("%s is in shard %d of %d, its twin in %d", k, byKey[k].shard(n), n, byKey[twin].shard(n))
+			}
+		}
+	}
 	var mu sync.Mutex
 	fitted := map[string]bool{}
 	fake := func(ctx context.Context, e *env, r Run) (*Result, error) {
