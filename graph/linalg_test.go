@@ -476,3 +476,27 @@ func TestGramMatchesProduct(t *testing.T) {
 		}
 	}
 }
+
+// Gram's adjoint forms Ḡ + Ḡᵀ before the product: bit for bit the product
+// with Sym(Ḡ) doubled afterwards, as it was computed before.
+func TestGramAdjointBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	const n, d = 37, 50
+	g := G.NewGraph()
+	A := matrix(g, "A", n, d, randMat(rng, n, d)...)
+	W := matrix(g, "W", n, n, randMat(rng, n, n)...)
+	cost := must(G.Sum(must(G.HadamardProd(must(MatMul(A, A, false, true)), W))))
+	grads, err := Grad(cost, A)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := must(G.HadamardProd(must(MatMul(must(Sym(W)), A, false, false)), G.NewConstant(2.0)))
+	p := run(t, g, grads[0], want)
+	a, _ := p.Float64s(grads[0])
+	b, _ := p.Float64s(want)
+	for i := range b {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			t.Fatalf("Ā[%d] = %v, 2·Sym(Ḡ)·A = %v", i, a[i], b[i])
+		}
+	}
+}

@@ -67,25 +67,37 @@ func (op triMaskOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 
 type symOp struct {
 	pureOp
-	n int
+	n     int
+	scale float64 // of X + Xᵀ; 0.5 for Sym
 }
 
 // Sym returns (X + Xᵀ)/2.
-func Sym(x *G.Node) (*G.Node, error) {
+func Sym(x *G.Node) (*G.Node, error) { return symScaled(x, 0.5) }
+
+// symScaled returns scale·(X + Xᵀ): an adjoint that needs c·Sym(Ḡ) before a
+// product takes the factor here, on n×n values, rather than in a pass over
+// the product's output. Scaling by a power of two is exact, so the result
+// is bit for bit the product scaled afterwards.
+func symScaled(x *G.Node, scale float64) (*G.Node, error) {
 	n, err := squareOf(x, "Sym")
 	if err != nil {
 		return nil, err
 	}
-	return applyOp(symOp{n: n}, x)
+	return applyOp(symOp{n: n, scale: scale}, x)
 }
 
 func (op symOp) Arity() int                                     { return 1 }
 func (op symOp) Type() hm.Type                                  { return fnType(2, 2) }
 func (op symOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return tensor.Shape{op.n, op.n}, nil }
-func (op symOp) String() string                                 { return fmt.Sprintf("Sym%d", op.n) }
-func (op symOp) WriteHash(h hash.Hash)                          { writeHash(h, op) }
-func (op symOp) Hashcode() uint32                               { return hashOf(op) }
-func (op symOp) DiffWRT(int) []bool                             { return []bool{true} }
+func (op symOp) String() string {
+	if op.scale == 0.5 {
+		return fmt.Sprintf("Sym%d", op.n)
+	}
+	return fmt.Sprintf("Sym%d×%g", op.n, op.scale)
+}
+func (op symOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op symOp) Hashcode() uint32      { return hashOf(op) }
+func (op symOp) DiffWRT(int) []bool    { return []bool{true} }
 func (op symOp) Do(vs ...G.Value) (G.Value, error) {
 	x, err := Float64s(vs[0])
 	if err != nil {
@@ -95,7 +107,7 @@ func (op symOp) Do(vs ...G.Value) (G.Value, error) {
 	out := op.buf.take(n * n)
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
-			out[i*n+j] = 0.5 * (x[i*n+j] + x[j*n+i])
+			out[i*n+j] = op.scale * (x[i*n+j] + x[j*n+i])
 		}
 	}
 	return op.buf.owned(tensor.Shape{n, n}, out), nil

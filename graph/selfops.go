@@ -60,13 +60,11 @@ func (op gramOp) Do(vs ...G.Value) (G.Value, error) {
 	return matMulOp{pureOp: op.pureOp, tb: true, m: op.n, k: op.d, n: op.n, ar: op.n, ac: op.d, br: op.n, bc: op.d}.Do(vs[0], vs[0])
 }
 
-// SymDiff: Ā = (Ḡ + Ḡᵀ)·A = 2·Sym(Ḡ)·A.
+// SymDiff: Ā = (Ḡ + Ḡᵀ)·A, the sum formed on the n×n side.
 func (op gramOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	e := &Chain{}
-	s := e.Do(Sym(g))
-	ga := e.Do(MatMul(s, in[0], false, false))
-	ga = e.Do(G.HadamardProd(ga, G.NewConstant(2.0)))
-	return G.Nodes{ga}, e.Err
+	s := e.Do(symScaled(g, 1))
+	return G.Nodes{e.Do(MatMul(s, in[0], false, false))}, e.Err
 }
 
 // sqDistSelfOp computes D_ij = ‖x_i − x_j‖².
@@ -89,15 +87,15 @@ func (op sqDistSelfOp) Do(vs ...G.Value) (G.Value, error) {
 	return sqDistOp{pureOp: op.pureOp, n: op.n, m: op.n, d: op.d}.Do(vs[0], vs[0])
 }
 
-// SymDiff: with S = Sym(D̄), X̄ = 4(rowsum(S) ⊙ X − S·X).
+// SymDiff: with S = 2(D̄ + D̄ᵀ) (four times Sym(D̄), formed on the n×n
+// side), X̄ = rowsum(S) ⊙ X − S·X.
 func (op sqDistSelfOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	x := in[0]
 	e := &Chain{}
-	s := e.Do(Sym(g))
+	s := e.Do(symScaled(g, 2))
 	rs := e.Do(G.Sum(s, 1))
 	a := e.Do(G.HadamardProd(e.Do(BroadcastTo(rs, tensor.Shape{op.n, op.d}, []int{1})), x))
-	r := e.Do(G.Sub(a, e.Do(MatMul(s, x, false, false))))
-	return G.Nodes{e.Do(G.HadamardProd(r, G.NewConstant(4.0)))}, e.Err
+	return G.Nodes{e.Do(G.Sub(a, e.Do(MatMul(s, x, false, false))))}, e.Err
 }
 
 func (op gramOp) withBuf(b *outBuf) G.Op       { op.buf = b; return op }
