@@ -50,8 +50,15 @@ type Result struct {
 	// its Seconds are that fit's, not spent again.
 	SameAs string `json:"same_as,omitempty"`
 	// Seconds is the wall time of training; SecondsPerEpoch divides it by
-	// the epochs actually run (Table 8).
+	// the epochs actually run (Table 8). Both include any time the process
+	// waited for a core or was paused.
+	//
+	// CPUSeconds is the CPU time of the run (training and scoring) where
+	// the runner made one fit at a time (--workers 1): its cost on an idle
+	// core, which a loaded or paused machine does not inflate. A fit
+	// resumed from a checkpoint counts only the session that finished it.
 	Seconds         float64 `json:"seconds"`
+	CPUSeconds      float64 `json:"cpu_seconds,omitempty"`
 	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
 	Epochs          int     `json:"epochs"`
 	NTrain          int     `json:"n_train"`
@@ -487,7 +494,11 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 				var err error
 				if !copied {
 					cores.enter()
+					c0, cpuOK := graph.ProcessCPU()
 					res, err = exec(ctx, e, r)
+					if c1, _ := graph.ProcessCPU(); cpuOK && max(1, cfg.Workers) == 1 && err == nil && res != nil {
+						res.CPUSeconds = float64(c1-c0) / 1e9
+					}
 					cores.leave()
 				}
 				if err == nil && res != nil {

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -99,5 +100,40 @@ func TestTwinFitsAreTheSameFit(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].Error != got[1].Error || got[0].NLL != got[1].NLL {
 		t.Fatalf("MGP under the two settings: %+v and %+v", got[0], got[1])
+	}
+}
+
+// One fit at a time, a run records the CPU time it used; several at once,
+// none (the process's CPU time is then shared).
+func TestRunCPUSeconds(t *testing.T) {
+	s, err := ParseSpec("twin.yaml", []byte(twinSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spin := func(ctx context.Context, e *env, r Run) (*Result, error) {
+		x := 1.0
+		for i := range 2_000_000 {
+			x += math.Sqrt(float64(i) + x)
+		}
+		return &Result{Error: 0.1, NLL: x}, nil
+	}
+	for _, workers := range []int{1, 2} {
+		dir := t.TempDir()
+		if _, err := Execute(context.Background(), s, dir, RunConfig{Workers: workers, exec: spin}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := openStoreFor(dir, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, r := range st.done {
+			switch {
+			case r.SameAs != "":
+			case workers == 1 && !(r.CPUSeconds > 0 && r.CPUSeconds < 10):
+				t.Errorf("one worker: %s used %v s of CPU", k, r.CPUSeconds)
+			case workers == 2 && r.CPUSeconds != 0:
+				t.Errorf("two workers: %s records %v s of CPU", k, r.CPUSeconds)
+			}
+		}
 	}
 }

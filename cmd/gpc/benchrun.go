@@ -132,7 +132,7 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 	allocs := make([][]float64, len(kinds))
 	macs := make([]int64, len(kinds))
 	prodNs, cpuNs := make([]int64, len(kinds)), make([]int64, len(kinds))
-	_, cpuOK := processCPU()
+	_, cpuOK := graph.ProcessCPU()
 	graph.TimeProducts(true)
 	defer graph.TimeProducts(false)
 	var ms runtime.MemStats
@@ -143,7 +143,7 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 			r := runs[i]
 			runtime.ReadMemStats(&ms)
 			a0 := ms.Mallocs
-			c0, _ := processCPU()
+			c0, _ := graph.ProcessCPU()
 			p0 := graph.ProductTime()
 			m0, t0 := graph.MultiplyAdds(), time.Now()
 			if err := r.step(b); err != nil {
@@ -152,7 +152,7 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 			if it >= 0 {
 				times[i] = append(times[i], float64(time.Since(t0).Nanoseconds())/1e6)
 				macs[i] += graph.MultiplyAdds() - m0
-				c1, _ := processCPU()
+				c1, _ := graph.ProcessCPU()
 				cpuNs[i] += c1 - c0
 				prodNs[i] += int64(graph.ProductTime() - p0)
 				runtime.ReadMemStats(&ms)
