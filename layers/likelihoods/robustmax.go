@@ -350,32 +350,8 @@ func (l *RobustMax) predictRows(c int) *graph.RowFunc {
 // Σ_k e^(L_k) Π_c Φ(a_c + b_c Z_k) (e^(L_k) by graph.ExpValues, within 3
 // ulp of the graph's math.Exp).
 func argmaxProbRow(a, b, t, ck []float64, newton int, zs, ls []float64) float64 {
-	z, scale, centred := 0.0, 1.0, newton >= 0
-	for it := 0; it <= newton; it++ {
-		d1, curv := 0.0, 0.0
-		for q := range a {
-			x := a[q]
-			if it > 0 {
-				x = a[q] + b[q]*z
-			}
-			lam, gap := graph.InvMillsGapValue(x)
-			d1 += b[q] * lam
-			curv += b[q] * b[q] * (lam * gap)
-		}
-		if it > 0 {
-			d1 -= z
-		}
-		negD2 := curv + 1
-		if it == newton {
-			scale = 1 / math.Sqrt(negD2)
-			break
-		}
-		if it == 0 {
-			z = d1 / negD2
-		} else {
-			z += d1 / negD2
-		}
-	}
+	z, scale := placeRule(a, b, newton, nil)
+	centred := newton >= 0
 	logScale := math.Log(scale) // once per row, as the graph's broadcast
 	for i := range t {
 		zk, lk := t[i]*math.Sqrt2, ck[i]
@@ -514,34 +490,7 @@ func (r *rmRow) forward(mu, v []float64, y int, t, ck []float64) float64 {
 		r.b[q] = sdY / r.sd[q]
 		q++
 	}
-	z, scale := 0.0, 1.0
-	for it := 0; it <= r.newton; it++ {
-		d1, curv := 0.0, 0.0
-		lam, gap := r.lam[it*r.o:(it+1)*r.o], r.gap[it*r.o:(it+1)*r.o]
-		for q := range r.o {
-			x := r.a[q]
-			if it > 0 {
-				x = r.a[q] + r.b[q]*z
-			}
-			lam[q], gap[q] = graph.InvMillsGapValue(x)
-			d1 += r.b[q] * lam[q]
-			curv += r.b[q] * r.b[q] * (lam[q] * gap[q])
-		}
-		if it > 0 {
-			d1 -= z
-		}
-		negD2 := curv + 1
-		r.z[it], r.negD2[it], r.d1[it] = z, negD2, d1
-		if it == r.newton {
-			scale = 1 / math.Sqrt(negD2)
-			break
-		}
-		if it == 0 {
-			z = d1 / negD2
-		} else {
-			z += d1 / negD2
-		}
-	}
+	z, scale := placeRule(r.a, r.b, r.newton, r)
 	r.scale[0] = scale
 	centred := r.newton >= 0
 	logScale := math.Log(scale)
@@ -650,6 +599,45 @@ func (r *rmRow) iterateBar(it int, d1bar, nbar float64, zbar *float64) {
 			*zbar += xbar * b
 		}
 	}
+}
+
+// placeRule runs the Newton steps that place the quadrature rule of a row
+// (argmaxProbGraph's, in its order of operations): the mode z of the
+// integrand's log and the scale 1/√(−d²) at the last iterate, or 0 and 1
+// for the plain rule (newton < 0). With rec it keeps each iterate's λ,
+// gaps, z, −d² and d1 for the reverse pass.
+func placeRule(a, b []float64, newton int, rec *rmRow) (z, scale float64) {
+	for it := 0; it <= newton; it++ {
+		d1, curv := 0.0, 0.0
+		for q := range a {
+			x := a[q]
+			if it > 0 {
+				x = a[q] + b[q]*z
+			}
+			lam, gap := graph.InvMillsGapValue(x)
+			if rec != nil {
+				rec.lam[it*rec.o+q], rec.gap[it*rec.o+q] = lam, gap
+			}
+			d1 += b[q] * lam
+			curv += b[q] * b[q] * (lam * gap)
+		}
+		if it > 0 {
+			d1 -= z
+		}
+		negD2 := curv + 1
+		if rec != nil {
+			rec.z[it], rec.negD2[it], rec.d1[it] = z, negD2, d1
+		}
+		if it == newton {
+			return z, 1 / math.Sqrt(negD2)
+		}
+		if it == 0 {
+			z = d1 / negD2
+		} else {
+			z += d1 / negD2
+		}
+	}
+	return 0, 1
 }
 
 // normalizeRows divides each row of a positive matrix by its sum.
