@@ -40,9 +40,9 @@ methods:
 `
 
 // comparable blanks what differs between two executions of the same
-// computation: wall times and the finishing time.
+// computation: wall and CPU times and the finishing time.
 func comparable(r Result) Result {
-	r.Seconds, r.SecondsPerEpoch, r.Finished = 0, 0, ""
+	r.Seconds, r.SecondsPerEpoch, r.CPUSeconds, r.Finished = 0, 0, 0, ""
 	r.Trace = append([]TracePoint(nil), r.Trace...)
 	for i := range r.Trace {
 		r.Trace[i].Seconds = 0
