@@ -216,6 +216,10 @@ func (op triSolveOp) SymDiff(in G.Nodes, x, g *G.Node) (G.Nodes, error) {
 	if op.trans {
 		u, v = x, gb
 	}
+	if !op.vec { // the sign in the product's alpha, exact, not in a pass of its own
+		gt, err := triProdScaled(u, v, op.lower, -1)
+		return G.Nodes{gt, gb}, err
+	}
 	gt, err := triOuter(u, v, op.lower, op.vec)
 	if err != nil {
 		return nil, err
@@ -276,6 +280,7 @@ type triProdOp struct {
 	pureOp
 	lower bool
 	m, k  int
+	alpha float64 // the product's scale: 1, or −1 in TriSolve's adjoint
 }
 
 // TriProd returns the lower (or upper) triangle, diagonal included, of
@@ -284,12 +289,16 @@ type triProdOp struct {
 // triangle (gemm.DgemmTri; without the assembly kernel, the row panels
 // that do, 55–65% of the full product's multiply-adds). The gradients with respect to
 // triangular factors (TriSolve's and TriMul's) are such triangles.
-func TriProd(u, v *G.Node, lower bool) (*G.Node, error) {
+func TriProd(u, v *G.Node, lower bool) (*G.Node, error) { return triProdScaled(u, v, lower, 1) }
+
+// triProdScaled is alpha·TriProd(u, v, lower), the scale taken by the
+// product itself.
+func triProdScaled(u, v *G.Node, lower bool, alpha float64) (*G.Node, error) {
 	us, vs := u.Shape(), v.Shape()
 	if len(us) != 2 || len(vs) != 2 || us[0] != vs[0] || us[1] != vs[1] {
 		return nil, fmt.Errorf("graph.TriProd: want two m×k matrices, got shapes %v and %v", us, vs)
 	}
-	return applyOp(triProdOp{lower: lower, m: us[0], k: us[1]}, u, v)
+	return applyOp(triProdOp{lower: lower, m: us[0], k: us[1], alpha: alpha}, u, v)
 }
 
 func (op triProdOp) Arity() int    { return 2 }
@@ -298,6 +307,9 @@ func (op triProdOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{op.m, op.m}, nil
 }
 func (op triProdOp) String() string {
+	if op.alpha != 1 {
+		return fmt.Sprintf("TriProd(lower=%v,%dx%d,alpha=%g)", op.lower, op.m, op.k, op.alpha)
+	}
 	return fmt.Sprintf("TriProd(lower=%v,%dx%d)", op.lower, op.m, op.k)
 }
 func (op triProdOp) WriteHash(h hash.Hash) { writeHash(h, op) }
@@ -322,7 +334,7 @@ func (op triProdOp) Do(vs ...G.Value) (G.Value, error) {
 	c := op.buf.take(m * m)
 	if gemm.KernelName != "go" {
 		multiplyAdds.Add(int64(m) * int64(m+1) / 2 * int64(k))
-		gemm.DgemmTri(op.lower, false, true, m, k, 1, u, k, v, k, c, m)
+		gemm.DgemmTri(op.lower, false, true, m, k, op.alpha, u, k, v, k, c, m)
 		return op.buf.owned(tensor.Shape{m, m}, c), nil
 	}
 	clear(c)
@@ -337,7 +349,7 @@ func (op triProdOp) Do(vs ...G.Value) (G.Value, error) {
 			c0, c1 = r0, m
 		}
 		multiplyAdds.Add(int64(r1-r0) * int64(c1-c0) * int64(k))
-		blas64.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas64.Gemm(blas.NoTrans, blas.Trans, op.alpha,
 			blas64.General{Rows: r1 - r0, Cols: k, Stride: k, Data: u[r0*k:]},
 			blas64.General{Rows: c1 - c0, Cols: k, Stride: k, Data: v[c0*k:]},
 			0, blas64.General{Rows: r1 - r0, Cols: c1 - c0, Stride: m, Data: c[r0*m+c0:]})
@@ -352,9 +364,15 @@ func (op triProdOp) Do(vs ...G.Value) (G.Value, error) {
 	return op.buf.owned(tensor.Shape{m, m}, c), nil
 }
 
-// SymDiff: with C = tri(U Vᵀ), Ū = tri(C̄)·V and V̄ = tri(C̄)ᵀ·U, products
+// SymDiff: with C = α·tri(U Vᵀ), Ū = α·tri(C̄)·V and V̄ = α·tri(C̄)ᵀ·U, products
 // with a triangular factor that TriMul reads from C̄'s triangle alone.
 func (op triProdOp) SymDiff(in G.Nodes, x, g *G.Node) (G.Nodes, error) {
+	if op.alpha != 1 { // on the m×m side
+		var err error
+		if g, err = G.HadamardProd(g, G.NewConstant(op.alpha)); err != nil {
+			return nil, err
+		}
+	}
 	gu, err := TriMul(g, in[1], op.lower, false)
 	if err != nil {
 		return nil, err

@@ -500,3 +500,36 @@ func TestGramAdjointBits(t *testing.T) {
 		}
 	}
 }
+
+// TriSolve's adjoint for its factor takes the minus sign in the product:
+// bit for bit the negated triangle it was (the other triangle +0 where the
+// negation gave −0).
+func TestTriSolveAdjointSignBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	const n, k = 40, 30
+	for _, trans := range []bool{false, true} {
+		g := G.NewGraph()
+		T := matrix(g, "T", n, n, tri(rng, n, true)...)
+		B := matrix(g, "B", n, k, randMat(rng, n, k)...)
+		W := matrix(g, "W", n, k, randMat(rng, n, k)...)
+		X := must(TriSolve(T, B, true, trans))
+		grads, err := Grad(must(G.Sum(must(G.HadamardProd(X, W)))), T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gb := must(TriSolve(T, W, true, !trans))
+		u, v := gb, X
+		if trans {
+			u, v = X, gb
+		}
+		want := must(G.Neg(must(TriProd(u, v, true))))
+		p := run(t, g, grads[0], want)
+		a, _ := p.Float64s(grads[0])
+		b, _ := p.Float64s(want)
+		for i := range b {
+			if math.Float64bits(a[i]) != math.Float64bits(b[i]) && !(a[i] == 0 && b[i] == 0) {
+				t.Fatalf("trans=%v: T̄[%d] = %v, −tri(…) = %v", trans, i, a[i], b[i])
+			}
+		}
+	}
+}
