@@ -114,6 +114,11 @@ func OneCorePerRun() (release func()) {
 	}
 }
 
+// Cores is the number of goroutines a computation outside a graph should
+// spread over now: GOMAXPROCS, or 1 while OneCorePerRun (or an inter-op
+// scheduler) holds the products to their callers' goroutines.
+func Cores() int { return gemm.Procs() }
+
 // sequential makes the program run its steps in order.
 func (f *flat) sequential() { f.workers = 1 }
 

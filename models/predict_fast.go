@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 
 	"github.com/gpc-dev/gpc/graph"
@@ -73,7 +72,7 @@ func (m *Model) predictSampled(ctx context.Context, s inputs.Sampler, x []float6
 			closeAll()
 			real, k = r, stackedDraws(r, samples)
 			runs := (samples + k - 1) / k
-			graphs := min(runtime.GOMAXPROCS(0), runs)
+			graphs := min(graph.Cores(), runs)
 			for range graphs {
 				g, err := interruptibly(ctx, func() (*testGraph, error) { return m.buildPredict(k * real) })
 				if err != nil {

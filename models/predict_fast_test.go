@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/graph"
 )
 
 // toyModel trains preset briefly on the T1 toy (1-D, 3 classes, input-noise
@@ -128,6 +130,35 @@ func TestPredictBatchesHoldMatchesFreshGraphs(t *testing.T) {
 					t.Fatalf("%s: batch %d, value %d: %v in one call, %v alone", preset, b, j, g, w)
 				}
 			}
+		}
+	}
+}
+
+// While every core runs a fit of its own (graph.OneCorePerRun), a Monte
+// Carlo prediction builds one graph instead of one per core, and predicts
+// the same probabilities, bit for bit.
+func TestPredictSampledOneCore(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("one core: the prediction builds one graph either way")
+	}
+	// 60 rows stack 4 draws a run: 10 runs, spread over two graphs or more.
+	m, test := toyModel(t, "nimgp", 200, 20, 1, 60, 40)
+	spread, err := m.predict(context.Background(), test.X, test.N, test.Noise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := graph.OneCorePerRun()
+	one, err := m.predict(context.Background(), test.X, test.N, test.Noise)
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one) != len(spread) {
+		t.Fatalf("%d and %d probabilities", len(one), len(spread))
+	}
+	for i := range one {
+		if math.Float64bits(one[i]) != math.Float64bits(spread[i]) {
+			t.Fatalf("p[%d] = %v on one core, %v spread", i, one[i], spread[i])
 		}
 	}
 }
