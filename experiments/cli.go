@@ -27,7 +27,9 @@ it on W parallel workers (while as many fits run as there are cores, each
 keeps to one core) and appends one JSON line per finished run to
 DIR/results.jsonl (default DIR: out/<spec name>, or out/<spec name>-quick
 with --quick). Rerunning the same command skips the finished runs, so an
-interrupted experiment resumes without losing or repeating work; a
+interrupted experiment resumes without losing or repeating work (a run
+that is the same fit as an earlier one of the grid, the settings differing
+only in what its method does not read, is copied from it, noted same_as); a
 minibatch fit under way checkpoints to DIR/checkpoints/ every
 protocol.checkpoint_minutes and, on SIGTERM or Ctrl-C, at the end of its
 current epoch, and the rerun continues it from there. It then
