@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -51,6 +52,31 @@ func BenchmarkTriPacked(bm *testing.B) {
 					}
 					bm.ReportMetric(float64(m*m/2*n)*float64(bm.N)/bm.Elapsed().Seconds()/1e9, "GMAC/s")
 				})
+			}
+		}
+	}
+}
+
+// With alpha = 0 the blocked routines set B to zero without reading it, as
+// BLAS does: a NaN in B does not survive.
+func TestTriangularAlphaZero(t *testing.T) {
+	if KernelName == "go" {
+		t.Skip("no assembly kernel: gonum's routines run")
+	}
+	const m, n = 40, 30
+	r := rand.New(rand.NewPCG(43, 44))
+	a := randSlice(r, m*m)
+	for i := 0; i < m; i++ {
+		a[i*m+i] = 3
+	}
+	for _, f := range []func(blas.Side, blas.Uplo, blas.Transpose, blas.Diag, int, int, float64, []float64, int, []float64, int){
+		Implementation{}.Dtrsm, Implementation{}.Dtrmm} {
+		b := randSlice(r, m*n)
+		b[7] = math.NaN()
+		f(blas.Left, blas.Lower, blas.NoTrans, blas.NonUnit, m, n, 0, a, m, b, n)
+		for i, v := range b {
+			if v != 0 {
+				t.Fatalf("B[%d] = %v after alpha = 0", i, v)
 			}
 		}
 	}

@@ -15,5 +15,11 @@ func (impl Implementation) Dtrmm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 		impl.Implementation.Dtrmm(s, ul, tA, d, m, n, alpha, a, lda, b, ldb)
 		return
 	}
+	if alpha == 0 { // as BLAS: B is set to zero, not read
+		for i := 0; i < m; i++ {
+			clear(b[i*ldb : i*ldb+n])
+		}
+		return
+	}
 	packedTri(false, ul, tA != blas.NoTrans, d, m, n, alpha, a, lda, b, ldb)
 }
