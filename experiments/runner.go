@@ -53,10 +53,11 @@ type Result struct {
 	// the epochs actually run (Table 8). Both include any time the process
 	// waited for a core or was paused.
 	//
-	// CPUSeconds is the CPU time of the run (training and scoring) where
-	// the runner made one fit at a time (--workers 1): its cost on an idle
-	// core, which a loaded or paused machine does not inflate. A fit
-	// resumed from a checkpoint counts only the session that finished it.
+	// CPUSeconds is the process's CPU time (all its threads) over the run,
+	// training and scoring, where the runner made one fit at a time
+	// (--workers 1): with GOMAXPROCS=1 the fit's cost on one core, which a
+	// loaded or paused machine does not inflate. A fit resumed from a
+	// checkpoint counts only the session that finished it.
 	Seconds         float64 `json:"seconds"`
 	CPUSeconds      float64 `json:"cpu_seconds,omitempty"`
 	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
@@ -213,6 +214,26 @@ type store struct {
 	order []string
 	// bad names the lines that could not be read (file:line: reason).
 	bad []string
+	// running holds a channel per run under way, closed when it ends, so
+	// that a twin dispatched while its original runs waits for it.
+	running map[string]chan struct{}
+}
+
+// start marks a run as under way; the returned function ends it.
+func (s *store) start(key string) (end func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	if s.running == nil {
+		s.running = map[string]chan struct{}{}
+	}
+	s.running[key] = ch
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.running, key)
+		s.mu.Unlock()
+		close(ch)
+	}
 }
 
 // resultsFile is a runner's results file: results.jsonl, or one per shard.
@@ -296,16 +317,27 @@ func (s *store) warnings() []string {
 	return out
 }
 
-// has reports whether a run's key is already stored.
 // twinOf returns the copy of r's twin's result, when r has a twin and its
-// result is stored: the same fit under the other setting's name, noted.
-func (s *store) twinOf(r Run) (*Result, bool) {
+// result is stored (waiting for it while the twin is under way in this
+// runner): the same fit under the other setting's name, noted.
+func (s *store) twinOf(ctx context.Context, r Run) (*Result, bool) {
 	if r.Twin == "" {
 		return nil, false
 	}
 	s.mu.Lock()
 	t, ok := s.done[r.Twin]
+	wait := s.running[r.Twin]
 	s.mu.Unlock()
+	if !ok && wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, false
+		}
+		s.mu.Lock()
+		t, ok = s.done[r.Twin]
+		s.mu.Unlock()
+	}
 	if !ok {
 		return nil, false
 	}
@@ -315,6 +347,7 @@ func (s *store) twinOf(r Run) (*Result, bool) {
 	return &res, true
 }
 
+// has reports whether a run's key is already stored.
 func (s *store) has(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -490,7 +523,8 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 			defer wg.Done()
 			for r := range jobs {
 				t0 := time.Now()
-				res, copied := st.twinOf(r)
+				end := st.start(r.Key)
+				res, copied := st.twinOf(ctx, r)
 				var err error
 				if !copied {
 					cores.enter()
@@ -506,6 +540,7 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 					res.Finished = time.Now().UTC().Format(time.RFC3339)
 					err = st.append(*res)
 				}
+				end() // stored or failed: a twin waiting for it goes on
 				// A stored result needs no checkpoint, and a failed run is
 				// retried from the start; a cancelled one resumes from it.
 				if ctx.Err() == nil || err == nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // twinSpec has MGP and NIMGP under the same injected noise, given and
@@ -51,10 +52,26 @@ func TestTwinRunsCopied(t *testing.T) {
 		mu.Lock()
 		fitted[r.Key] = true
 		mu.Unlock()
+		if r.Method.Name == "MGP" && r.Setting.Name == "a" {
+			time.Sleep(30 * time.Millisecond) // still running when its twin is handed out
+		}
 		return shardFake(ctx, e, r)
 	}
+	for _, workers := range []int{1, 4} {
+		checkTwinsCopied(t, s, runs, twins, workers, fake, fitted, &mu)
+	}
+}
+
+// checkTwinsCopied runs the grid on workers workers: with several, a twin
+// is often handed out while its original is still running, and waits.
+func checkTwinsCopied(t *testing.T, s *Spec, runs []Run, twins map[string]string, workers int,
+	fake func(context.Context, *env, Run) (*Result, error), fitted map[string]bool, mu *sync.Mutex) {
+	t.Helper()
+	mu.Lock()
+	clear(fitted)
+	mu.Unlock()
 	dir := t.TempDir()
-	sum, err := Execute(context.Background(), s, dir, RunConfig{Workers: 1, exec: fake})
+	sum, err := Execute(context.Background(), s, dir, RunConfig{Workers: workers, exec: fake})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,10 @@ func Rows(f *RowFunc, args ...*G.Node) (*G.Node, error) {
 	if f == nil || f.F == nil || f.Out < 1 || f.Scratch < 0 || f.Saved < 0 || len(args) == 0 {
 		return nil, fmt.Errorf("graph.Rows: need a RowFunc with F, Out ≥ 1, Scratch ≥ 0 and Saved ≥ 0, and at least one argument")
 	}
+	if f.Saved > 0 && f.VJP == nil {
+		// F would be handed rows Out wide while written for Out+Saved.
+		return nil, fmt.Errorf("graph.Rows(%s): Saved without VJP (the kept values are for the VJP)", f.Name)
+	}
 	op := rowsOp{f: f, widths: make([]int, len(args))}
 	for a, x := range args {
 		s := x.Shape()
@@ -239,6 +243,15 @@ func (op rowsVJPOp) SymDiff(in G.Nodes, _, g *G.Node) (G.Nodes, error) {
 	}
 	k := len(op.widths)
 	args, gOut := in[:k], in[len(in)-1]
+	for a := range args {
+		for b := range a {
+			if args[a] == args[b] {
+				// partials keys adjoints by node: one node in two
+				// argument positions would be counted twice.
+				return nil, fmt.Errorf("graph.Rows(%s): second derivatives need distinct argument nodes (%v is arguments %d and %d)", op.f.Name, args[a].Name(), b, a)
+			}
+		}
+	}
 	if op.saved > 0 { // the gradient of the outputs and (zero) kept values
 		var err error
 		if gOut, err = Take(gOut, 1, 0, op.f.Out); err != nil {

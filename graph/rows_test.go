@@ -148,3 +148,40 @@ func TestRowsVJP(t *testing.T) {
 		t.Errorf("without VJP: err = %v, want one naming the function", err)
 	}
 }
+
+// Saved without a VJP is refused (F would be handed rows too narrow), and
+// a second derivative through a node passed twice is refused rather than
+// counted twice.
+func TestRowsRefusals(t *testing.T) {
+	g := G.NewGraph()
+	x := matrix(g, "x", 2, 3, make([]float64, 6)...)
+	bad := *expDotSaved
+	bad.Name, bad.VJP = "savedOnly", nil
+	if _, err := Rows(&bad, x, x); err == nil || !strings.Contains(err.Error(), "savedOnly") {
+		t.Errorf("Saved without VJP: err = %v", err)
+	}
+	g = G.NewGraph()
+	x = matrix(g, "x", 2, 2, randMat(rand.New(rand.NewPCG(1, 1)), 2, 2)...)
+	cost := nonlinearCost(t, rand.New(rand.NewPCG(2, 2)), must(Rows(expDot, matrix(g, "x3", 2, 3, randMat(rand.New(rand.NewPCG(3, 3)), 2, 3)...), x)))
+	if _, err := CheckGrad2(cost, G.Nodes{x}, CheckOptions{Seed: 1}); err != nil {
+		t.Fatalf("distinct arguments: %v", err)
+	}
+	g = G.NewGraph()
+	y := matrix(g, "y", 2, 2, randMat(rand.New(rand.NewPCG(4, 4)), 2, 2)...)
+	twice := &RowFunc{Name: "twice", Out: 1,
+		F: func(in [][]float64, out, _ []float64) { out[0] = in[0][0] * in[1][1] },
+		VJP: func(in [][]float64, g []float64, grad [][]float64, _ []float64) {
+			grad[0][0] += g[0] * in[1][1]
+			grad[1][1] += g[0] * in[0][0]
+		},
+		Graph: func(args []*G.Node) (*G.Node, error) {
+			a := must(Take(args[0], 1, 0, 1))
+			b := must(Take(args[1], 1, 1, 2))
+			return G.HadamardProd(a, b)
+		},
+	}
+	cost = must(G.Sum(must(Rows(twice, y, y))))
+	if _, err := CheckGrad2(cost, G.Nodes{y}, CheckOptions{Seed: 1}); err == nil || !strings.Contains(err.Error(), "distinct") {
+		t.Errorf("one node twice, second order: err = %v", err)
+	}
+}

@@ -153,10 +153,11 @@ func products(workers int, tri triangle, m, n int, terms []Term, beta float64, c
 // DgemmTri computes the lower (or upper) triangle, diagonal included, of
 // the m×m product alpha·op(A)·op(B), op(A) being m×k and op(B) k×m, into C
 // and sets the rest of C to zero. Only the register tiles that reach the
-// triangle are computed, from one packing of each operand: about half a
-// product's multiply-adds, where a product per row panel repacked B for
-// every panel (the panels of a 300×1024 factor's gradient packed 3.4 times
-// its size). Arguments are not checked.
+// triangle are computed, by the blocked product's loops (on one goroutine,
+// each panel of B packed once): about half a product's multiply-adds, where
+// a product per row panel repacked B for every panel (the panels of a
+// 300×1024 factor's gradient packed 3.4 times its size). Arguments are not
+// checked.
 func DgemmTri(lower, tA, tB bool, m, k int, alpha float64, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
 	defer start().done()
 	tri := upperTri
