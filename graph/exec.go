@@ -34,6 +34,12 @@ type flat struct {
 	users   [][]int32
 	workers int
 	pending []atomic.Int32
+	// outs are the steps the caller reads; shared says the output buffers
+	// have been reassigned by liveness (share.go), sharedBufs which.
+	outs       map[*G.Node]bool
+	shared     bool
+	sharedBufs []*outBuf
+	bufs       []*outBuf // every step's managed buffer (claim)
 }
 
 type flatStep struct {
@@ -86,6 +92,7 @@ func newFlat(g *G.ExprGraph) (*flat, error) {
 // run executes every step once: in schedule order, or side by side on
 // f.workers goroutines when the graph is wide enough (see interop.go).
 func (f *flat) run() error {
+	f.claim()
 	if f.workers > 1 && oneCorePerRun.Load() == 0 {
 		return f.runParallel(f.workers)
 	}
@@ -96,6 +103,9 @@ func (f *flat) run() error {
 	}
 	if f.held != nil {
 		f.ready = true
+	}
+	if !f.shared && !shareOff && f.workers == 1 && f.outs != nil {
+		f.share(f.outs)
 	}
 	return nil
 }
@@ -156,6 +166,7 @@ func (f *flat) exec(i int) error {
 // only (an op handed an argument's memory as destination runs unbuffered;
 // see aliases).
 func (f *flat) hold(varying map[*G.Node]bool) {
+	f.unshare() // the steps that keep their values change
 	f.ready = false
 	if varying == nil {
 		f.held = nil

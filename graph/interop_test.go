@@ -65,6 +65,7 @@ func wideGraph(t *testing.T, classes int, bad bool) (p *Program, x *G.Node, outs
 
 // sideBySide makes p run on two workers whatever its width.
 func sideBySide(p *Program) {
+	p.f.unshare()
 	p.f.workers = 2
 	p.f.pending = make([]atomicInt32s, len(p.f.steps))
 }

@@ -82,6 +82,9 @@ func allDiff(n int) []bool {
 type outBuf struct {
 	data  []float64
 	epoch uint64
+	// owner is the program whose liveness plan data belongs to (share.go),
+	// nil while data is the node's own.
+	owner *flat
 	// val is the value last returned over data (see owned), and valAt the
 	// address of its first element: comparing it costs nothing, where
 	// asking val for its data boxes a slice header on the heap.

@@ -50,6 +50,7 @@ func Compile(g *G.ExprGraph, outputs ...*G.Node) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
+		f.outs = p.outs
 		p.f = f
 		return p, nil
 	}
@@ -179,6 +180,9 @@ func (p *Program) Scalar(n *G.Node) (float64, error) {
 
 // Close releases the machine.
 func (p *Program) Close() error {
+	if p.f != nil {
+		p.f.unshare() // the nodes' buffers go back to being their own
+	}
 	if p.m == nil {
 		return nil
 	}
