@@ -116,13 +116,7 @@ func (op rowsOp) String() string {
 }
 func (op rowsOp) WriteHash(h hash.Hash) { writeHash(h, op) }
 func (op rowsOp) Hashcode() uint32      { return hashOf(op) }
-func (op rowsOp) DiffWRT(k int) []bool {
-	d := make([]bool, k)
-	for i := range d {
-		d[i] = true
-	}
-	return d
-}
+func (op rowsOp) DiffWRT(k int) []bool  { return allDiff(k) }
 
 // SymDiff is f.VJP's node, one n×Σd_a matrix split into the arguments'
 // gradients; without VJP it refuses, since a zero would be a wrong gradient
@@ -226,13 +220,9 @@ func (op rowsVJPOp) String() string {
 }
 func (op rowsVJPOp) WriteHash(h hash.Hash) { writeHash(h, op) }
 func (op rowsVJPOp) Hashcode() uint32      { return hashOf(op) }
-func (op rowsVJPOp) DiffWRT(k int) []bool {
-	d := make([]bool, k) // so that a second derivative reaches SymDiff's error
-	for i := range d {
-		d[i] = true
-	}
-	return d
-}
+
+// DiffWRT is every input, so that a second derivative reaches SymDiff.
+func (op rowsVJPOp) DiffWRT(k int) []bool { return allDiff(k) }
 
 // SymDiff differentiates the gradient through f.Graph: the graph form's
 // first derivative, pulled back by the partials that fused ops' adjoints

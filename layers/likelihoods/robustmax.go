@@ -189,11 +189,7 @@ func (l *RobustMax) argmaxProbGraph(s *layers.Scope, mu, v, y *G.Node, own int) 
 	}
 	// Nodes Z_ik = z_i + √2 s_i t_k and log-weights
 	// log w_k + t_k² + log(√2 s_i) − Z²/2 − ½ log 2π, so P ≈ Σ_k exp(L_ik + Σ_c log Φ).
-	t, w := Hermite(k)
-	ck := make([]float64, k)
-	for i := range ck {
-		ck[i] = math.Log(w[i]) + t[i]*t[i] - 0.5*math.Log(2*math.Pi) + 0.5*math.Log(2)
-	}
+	t, ck := hermiteLogWeights(k)
 	tB := e.Do(graph.BroadcastTo(constant(s.G, fmt.Sprintf("gh%d/t", k), tensor.Shape{k}, t), nk, []int{0}))
 	L := e.Do(graph.BroadcastTo(constant(s.G, fmt.Sprintf("gh%d/logw", k), tensor.Shape{k}, ck), nk, []int{0}))
 	Z := e.Do(G.HadamardProd(tB, G.NewConstant(math.Sqrt2)))
@@ -227,6 +223,27 @@ func (l *RobustMax) argmaxProbGraph(s *layers.Scope, mu, v, y *G.Node, own int) 
 	L = e.Do(G.Add(L, e.Do(G.Sum(lp, 1))))
 	p := e.Do(G.Sum(e.Do(G.Exp(L)), 1))
 	return p, e.Err
+}
+
+// hermiteLogWeights returns the k Gauss–Hermite nodes t and the constant
+// part of each node's log-weight, log w_k + t_k² + ½ log 2 − ½ log 2π, shared
+// by the graph form and the row ops.
+func hermiteLogWeights(k int) (t, ck []float64) {
+	t, w := Hermite(k)
+	ck = make([]float64, k)
+	for i := range ck {
+		ck[i] = math.Log(w[i]) + t[i]*t[i] - 0.5*math.Log(2*math.Pi) + 0.5*math.Log(2)
+	}
+	return t, ck
+}
+
+// ruleSteps is the row ops' Newton steps: l.newton(), or −1 for the plain
+// rule.
+func (l *RobustMax) ruleSteps() int {
+	if l.Plain {
+		return -1
+	}
+	return l.newton()
 }
 
 func (l *RobustMax) newton() int {
@@ -300,16 +317,9 @@ func (l *RobustMax) Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
 // predictRows is the per-row predictive of Predict for c classes.
 func (l *RobustMax) predictRows(c int) *graph.RowFunc {
 	k := l.Points
-	t, w := Hermite(k)
-	ck := make([]float64, k)
-	for i := range ck {
-		ck[i] = math.Log(w[i]) + t[i]*t[i] - 0.5*math.Log(2*math.Pi) + 0.5*math.Log(2)
-	}
+	t, ck := hermiteLogWeights(k)
 	pa, pb := l.probs(c)
-	newton := l.newton()
-	if l.Plain {
-		newton = -1
-	}
+	newton := l.ruleSteps()
 	o := c - 1
 	return &graph.RowFunc{
 		Name:    fmt.Sprintf("robustmax(C=%d,k=%d,newton=%d,a=%v,b=%v)", c, k, newton, pa, pb),
@@ -390,15 +400,8 @@ func argmaxProbRow(a, b, t, ck []float64, newton int, zs, ls []float64) float64 
 // synthetic tables' step, and most of the step's work for many classes.
 func (l *RobustMax) trainRows(c int) *graph.RowFunc {
 	k := l.Points
-	t, w := Hermite(k)
-	ck := make([]float64, k)
-	for i := range ck {
-		ck[i] = math.Log(w[i]) + t[i]*t[i] - 0.5*math.Log(2*math.Pi) + 0.5*math.Log(2)
-	}
-	newton := l.newton()
-	if l.Plain {
-		newton = -1
-	}
+	t, ck := hermiteLogWeights(k)
+	newton := l.ruleSteps()
 	o := c - 1
 	per := float64(o*(k+newton+1)) * 20
 	return &graph.RowFunc{
