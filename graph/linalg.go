@@ -85,29 +85,9 @@ func (op choleskyOp) Do(vs ...G.Value) (G.Value, error) {
 }
 
 // SymDiff implements Murray (2016): Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹), where Φ keeps
-// the lower triangle and halves the diagonal; built from differentiable ops.
+// the lower triangle and halves the diagonal, as one op (cholGrad).
 func (op choleskyOp) SymDiff(in G.Nodes, L, g *G.Node) (G.Nodes, error) {
-	m, err := MatMul(L, g, true, false)
-	if err != nil {
-		return nil, err
-	}
-	p, err := TriMask(m, true, 0.5)
-	if err != nil {
-		return nil, err
-	}
-	y, err := TriSolve(L, p, true, true) // L⁻ᵀ P
-	if err != nil {
-		return nil, err
-	}
-	yt, err := G.Transpose(y)
-	if err != nil {
-		return nil, err
-	}
-	st, err := TriSolve(L, yt, true, true) // (L⁻ᵀ P L⁻¹)ᵀ
-	if err != nil {
-		return nil, err
-	}
-	a, err := Sym(st)
+	a, err := cholGrad(L, g)
 	return G.Nodes{a}, err
 }
 
