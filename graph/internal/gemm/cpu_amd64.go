@@ -2,6 +2,8 @@
 
 package gemm
 
+import "os"
+
 // cpuid and xgetbv are in cpu_amd64.s.
 func cpuid(eax, ecx uint32) (a, b, c, d uint32)
 func xgetbv() (eax, edx uint32)
@@ -37,11 +39,45 @@ func hasAVX2FMA() bool {
 //go:noescape
 func kernel6x8(kc int, a, b, c *float64, ldc int, alpha float64, set bool)
 
+// hasAVX512F reports whether the CPU has AVX-512 Foundation and the OS
+// saves the opmask and all 32 ZMM registers' state.
+func hasAVX512F() bool {
+	if !hasAVX2FMA() {
+		return false
+	}
+	_, b7, _, _ := cpuid(7, 0)
+	const avx512f = 1 << 16
+	if b7&avx512f == 0 {
+		return false
+	}
+	lo, _ := xgetbv()
+	return lo&0xe6 == 0xe6 // XMM, YMM, opmask, ZMM_Hi256, Hi16_ZMM
+}
+
+// kernel6x16 is kernel6x8 for two adjacent tiles at once, columns 0–7
+// from sliver b0 into c0's rows and 8–15 from b1 into c1's, in AVX-512
+// registers. Implemented in kernel512_amd64.s.
+//
+//go:noescape
+func kernel6x16(kc int, a, b0, b1, c0, c1 *float64, ldc int, alpha float64, set bool)
+
+// noAVX512 keeps the AVX2 kernels on a CPU that has AVX-512 (GPC_GEMM=avx2),
+// to compare the two on one machine.
+var noAVX512 = os.Getenv("GPC_GEMM") == "avx2"
+
 func init() {
 	if hasAVX2FMA() {
 		microKernel = asmKernel
 		KernelName = "avx2-fma"
 	}
+	if hasAVX512F() && !noAVX512 {
+		pairKernel = asmPair
+		KernelName = "avx512"
+	}
+}
+
+func asmPair(kc int, a, b0, b1, c0, c1 []float64, ldc int, alpha float64, set bool) {
+	kernel6x16(kc, &a[0], &b0[0], &b1[0], &c0[0], &c1[0], ldc, alpha, set)
 }
 
 func asmKernel(kc int, a, b, c []float64, ldc int, alpha float64, set bool) {

@@ -22,7 +22,8 @@ const (
 // 690 µs).
 const parallelMin = 1 << 22
 
-// KernelName names the micro-kernel chosen for this CPU: "avx2-fma" or "go".
+// KernelName names the micro-kernels chosen for this CPU: "avx512" (AVX2
+// and FMA with the AVX-512 pair kernel), "avx2-fma" or "go".
 var KernelName = "go"
 
 // microKernel adds alpha·(packed A sliver)(packed B sliver) to the mr×nr
@@ -30,6 +31,14 @@ var KernelName = "go"
 // there without reading the tile (the first k block of a beta = 0 product:
 // no separate pass clears C, and C is not read before it is written).
 var microKernel = goKernel
+
+// pairKernel, where the CPU has wide enough registers, is microKernel for
+// two horizontally adjacent tiles in one call: packed slivers b0 and b1
+// into the mr×nr tiles at c0 and c1 (row stride ldc). With AVX-512 a 6×16
+// tile keeps twelve 8-wide accumulators busy where the AVX2 kernel's 6×8
+// keeps twelve 4-wide ones: about twice the multiply-adds per cycle. Nil
+// without one; callers then make two microKernel calls.
+var pairKernel func(kc int, a, b0, b1, c0, c1 []float64, ldc int, alpha float64, set bool)
 
 func goKernel(kc int, a, b, c []float64, ldc int, alpha float64, set bool) {
 	var acc [mr * nr]float64
@@ -370,36 +379,64 @@ func (b *buffers) fit(na, nb int) {
 }
 
 // block adds (or with set stores) alpha times the packed mc×kc block of A
-// and kc×nc panel of B into C at (i0, j0), one register tile at a time.
+// and kc×nc panel of B into C at (i0, j0), one register tile at a time, or
+// two side by side where the CPU has a pair kernel.
 func (j *job) block(buf *buffers, alpha float64, i0, mc, j0, nc, kc int, set bool) {
-	for jr := 0; jr < nc; jr += nr {
+	for jr := 0; jr < nc; {
+		if pairKernel != nil && jr+2*nr <= nc {
+			b0 := buf.b[jr*kc : (jr+nr)*kc]
+			b1 := buf.b[(jr+nr)*kc : (jr+2*nr)*kc]
+			for ir := 0; ir < mc; ir += mr {
+				as := buf.a[ir*kc : (ir+mr)*kc]
+				rows := min(mr, mc-ir)
+				n0 := j.tri.needs(i0+ir, rows, j0+jr, nr)
+				n1 := j.tri.needs(i0+ir, rows, j0+jr+nr, nr)
+				if rows == mr && n0 && n1 {
+					off := (i0+ir)*j.ldc + j0 + jr
+					pairKernel(kc, as, b0, b1, j.c[off:], j.c[off+nr:], j.ldc, alpha, set)
+					continue
+				}
+				if n0 {
+					j.tile(buf, alpha, as, b0, i0+ir, rows, j0+jr, nr, kc, set)
+				}
+				if n1 {
+					j.tile(buf, alpha, as, b1, i0+ir, rows, j0+jr+nr, nr, kc, set)
+				}
+			}
+			jr += 2 * nr
+			continue
+		}
 		bs := buf.b[jr*kc : (jr+nr)*kc]
 		cols := min(nr, nc-jr)
 		for ir := 0; ir < mc; ir += mr {
-			as := buf.a[ir*kc : (ir+mr)*kc]
 			rows := min(mr, mc-ir)
-			if !j.tri.needs(i0+ir, rows, j0+jr, cols) {
-				continue
+			if j.tri.needs(i0+ir, rows, j0+jr, cols) {
+				j.tile(buf, alpha, buf.a[ir*kc:(ir+mr)*kc], bs, i0+ir, rows, j0+jr, cols, kc, set)
 			}
-			off := (i0+ir)*j.ldc + j0 + jr
-			if rows == mr && cols == nr {
-				microKernel(kc, as, bs, j.c[off:], j.ldc, alpha, set)
-				continue
-			}
-			// Edge tile: compute into a scratch tile, then store or
-			// add the valid part.
-			microKernel(kc, as, bs, buf.tile[:], nr, alpha, true)
-			for r := 0; r < rows; r++ {
-				cr := j.c[off+r*j.ldc : off+r*j.ldc+cols]
-				tl := buf.tile[r*nr : r*nr+cols]
-				if set {
-					copy(cr, tl)
-					continue
-				}
-				for c := range cr {
-					cr[c] += tl[c]
-				}
-			}
+		}
+		jr += nr
+	}
+}
+
+// tile adds (or stores) one register tile, rows×cols at (i, c) of C.
+func (j *job) tile(buf *buffers, alpha float64, as, bs []float64, i, rows, c, cols, kc int, set bool) {
+	off := i*j.ldc + c
+	if rows == mr && cols == nr {
+		microKernel(kc, as, bs, j.c[off:], j.ldc, alpha, set)
+		return
+	}
+	// Edge tile: compute into a scratch tile, then store or add the valid
+	// part.
+	microKernel(kc, as, bs, buf.tile[:], nr, alpha, true)
+	for r := 0; r < rows; r++ {
+		cr := j.c[off+r*j.ldc : off+r*j.ldc+cols]
+		tl := buf.tile[r*nr : r*nr+cols]
+		if set {
+			copy(cr, tl)
+			continue
+		}
+		for c := range cr {
+			cr[c] += tl[c]
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -578,5 +579,78 @@ func BenchmarkDgemmTri(bm *testing.B) {
 			}
 			bm.ReportMetric(float64(m*m*k)*float64(bm.N)/bm.Elapsed().Seconds()/1e9, "GMAC/s")
 		})
+	}
+}
+
+// The single-tile kernels stay correct where the pair kernel exists (the
+// AVX2 path of CPUs without AVX-512, GPC_GEMM=avx2).
+func TestWithoutPairKernel(t *testing.T) {
+	if pairKernel == nil {
+		t.Skip("no pair kernel on this CPU: the other tests cover the single-tile path")
+	}
+	defer func(k func(int, []float64, []float64, []float64, []float64, []float64, int, float64, bool)) {
+		pairKernel = k
+	}(pairKernel)
+	pairKernel = nil
+	t.Run("Dgemm", TestDgemmMatchesDefinition)
+	t.Run("DgemmTri", TestDgemmTriMatchesDefinition)
+	t.Run("packedTri", TestPackedTriMatchesGonum)
+}
+
+// BenchmarkMicroKernel times the register-tile kernels alone, operands in
+// L1, at the packing's deepest k block: the ceiling the products approach.
+func BenchmarkMicroKernel(b *testing.B) {
+	kc := kcMax
+	a, b0, b1 := make([]float64, kc*mr), make([]float64, kc*nr), make([]float64, kc*nr)
+	c := make([]float64, mr*2*nr)
+	for i := range a {
+		a[i] = 1e-3
+	}
+	for i := range b0 {
+		b0[i], b1[i] = 1e-3, 2e-3
+	}
+	b.Run("single", func(b *testing.B) {
+		for b.Loop() {
+			microKernel(kc, a, b0, c, 2*nr, 1, true)
+		}
+		b.ReportMetric(float64(b.N)*float64(kc*mr*nr)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	})
+	if pairKernel == nil {
+		return
+	}
+	b.Run("pair", func(b *testing.B) {
+		for b.Loop() {
+			pairKernel(kc, a, b0, b1, c, c[nr:], 2*nr, 1, true)
+		}
+		b.ReportMetric(float64(b.N)*float64(kc*mr*2*nr)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	})
+}
+
+// The pair kernel does each element's arithmetic in the single kernel's
+// order (one fused multiply-add per k step, then alpha), so a product is
+// the same to the last bit with and without it.
+func TestPairKernelBitsMatchSingle(t *testing.T) {
+	if pairKernel == nil {
+		t.Skip("no pair kernel on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, s := range [][3]int{{100, 200, 784}, {37, 61, 300}, {6, 16, 5}, {300, 1024, 20}} {
+		m, n, k := s[0], s[1], s[2]
+		a, b := randSlice(rng, m*k), randSlice(rng, k*n)
+		for _, beta := range []float64{0, 0.5} {
+			c0 := randSlice(rand.New(rand.NewPCG(1, 1)), m*n)
+			c1 := slices.Clone(c0)
+			Dgemm(false, false, m, n, k, 1.5, a, k, b, n, beta, c0, n)
+			func() {
+				defer func(p func(int, []float64, []float64, []float64, []float64, []float64, int, float64, bool)) {
+					pairKernel = p
+				}(pairKernel)
+				pairKernel = nil
+				Dgemm(false, false, m, n, k, 1.5, a, k, b, n, beta, c1, n)
+			}()
+			if !slices.Equal(c0, c1) {
+				t.Errorf("%d×%d×%d beta %v: pair and single kernels differ", m, n, k, beta)
+			}
+		}
 	}
 }

@@ -276,6 +276,18 @@ func (p *triPlan) strips(w, workers int) {
 			w := p.coef[off : off+mr*kc]
 			for q := 0; q*nr < nc; q++ {
 				sl := packed[q*p.mPad*nr : (q+1)*p.mPad*nr]
+				if pairKernel != nil && (q+2)*nr <= nc && (p.solve || rows == mr) {
+					// Two full slivers in one call (see pairKernel).
+					sl1 := packed[(q+1)*p.mPad*nr : (q+2)*p.mPad*nr]
+					if p.solve {
+						pairKernel(kc, w, sl[k0*nr:], sl1[k0*nr:], sl[r0*nr:], sl1[r0*nr:], nr, 1, true)
+					} else {
+						off := r0*p.ldb + j0 + q*nr
+						pairKernel(kc, w, sl[k0*nr:], sl1[k0*nr:], p.b[off:], p.b[off+nr:], p.ldb, 1, true)
+					}
+					q++
+					continue
+				}
 				if p.solve {
 					// Stored over B_I in the sliver; the kernel reads
 					// before it writes.
