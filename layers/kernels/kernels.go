@@ -159,10 +159,9 @@ func (a ARD) weights(s *layers.Scope) (vec, col *G.Node, err error) {
 	return vec, col, e.Err
 }
 
-// weightedDot returns X·diag(1/ℓ)·Zᵀ with the weights applied to one side
-// only, so a data matrix needs no gradient unless something else asks for
-// one: for a B×D batch against M×D inducing points that saves one B×M×D
-// product per kernel evaluation (the dominant cost for D = 784).
+// weightedDot returns X·diag(1/ℓ)·Zᵀ, the weights applied in the product
+// (graph.WeightedDot): no weighted copy of either side is made, and a data
+// matrix gets a gradient only if something asks for one.
 func (a ARD) weightedDot(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 	if err := a.checkWidth(x); err != nil {
 		return nil, err
@@ -174,22 +173,7 @@ func (a ARD) weightedDot(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &graph.Chain{}
-	if x == z {
-		// Z·diag(w)·Zᵀ = (Z⊙√w)(Z⊙√w)ᵀ: one node on both sides makes
-		// graph.MatMul a Gram product, whose reverse pass is one product
-		// instead of two.
-		zs := e.Do(graph.ScaleColumns(z, e.Do(G.Sqrt(w))))
-		return e.Do(graph.MatMul(zs, zs, false, true)), e.Err
-	}
-	// Weight the side with fewer rows: the inducing points (M×D) rather than
-	// a batch of data (B×D), whose weighted copy would need its own gradient.
-	if x.Shape()[0] < z.Shape()[0] {
-		xw := e.Do(graph.ScaleColumns(x, w))
-		return e.Do(graph.MatMul(xw, z, false, true)), e.Err
-	}
-	zw := e.Do(graph.ScaleColumns(z, w))
-	return e.Do(graph.MatMul(x, zw, false, true)), e.Err
+	return graph.WeightedDot(x, z, w)
 }
 
 // weightedSqNorms returns the n-vector Σ_j x_j²/ℓ_j.

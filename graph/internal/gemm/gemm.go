@@ -87,6 +87,11 @@ type Term struct {
 	Alpha    float64
 	A, B     []float64
 	LDA, LDB int
+	// ScaleK, when not nil, scales the inner dimension: the term is
+	// Alpha·op(A)·diag(ScaleK)·op(B), the K weights applied to op(B)'s rows
+	// as they are packed (an ARD kernel's x·diag(1/ℓ)·zᵀ without a
+	// weighted copy of z).
+	ScaleK []float64
 }
 
 // DgemmSum computes C = Σ_t Alpha_t·op(A_t)·op(B_t) + beta·C. It does the
@@ -168,14 +173,20 @@ func products(workers int, tri triangle, m, n int, terms []Term, beta float64, c
 // 300×1024 factor's gradient packed 3.4 times its size). Arguments are not
 // checked.
 func DgemmTri(lower, tA, tB bool, m, k int, alpha float64, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	DgemmTriTerm(lower, m, Term{TA: tA, TB: tB, K: k, Alpha: alpha, A: a, LDA: lda, B: b, LDB: ldb}, c, ldc)
+}
+
+// DgemmTriTerm is DgemmTri of one Term (which may scale its inner
+// dimension).
+func DgemmTriTerm(lower bool, m int, t Term, c []float64, ldc int) {
 	defer start().done()
 	tri := upperTri
 	if lower {
 		tri = lowerTri
 	}
-	if m > 0 && k > 0 && alpha != 0 {
-		t := [1]Term{{TA: tA, TB: tB, K: k, Alpha: alpha, A: a, LDA: lda, B: b, LDB: ldb}}
-		products(Procs(), tri, m, m, t[:], 0, c, ldc)
+	if m > 0 && t.live() {
+		ts := [1]Term{t}
+		products(Procs(), tri, m, m, ts[:], 0, c, ldc)
 	}
 	// The tiles on the diagonal wrote a little of the other triangle, and
 	// the skipped ones nothing at all.
@@ -185,7 +196,7 @@ func DgemmTri(lower, tA, tB bool, m, k int, alpha float64, a []float64, lda int,
 		} else {
 			clear(c[i*ldc : i*ldc+i])
 		}
-		if k == 0 || alpha == 0 {
+		if !t.live() {
 			if lower {
 				clear(c[i*ldc : i*ldc+i+1])
 			} else {
@@ -480,6 +491,10 @@ func packB(t *Term, dst []float64, j0, nc, p0, kc int) {
 	if rem := nc % nr; rem != 0 {
 		clear(dst[(nc-rem)*kc : (nc-rem+nr)*kc])
 	}
+	if t.ScaleK != nil {
+		packBScaled(t, dst, j0, nc, p0, kc)
+		return
+	}
 	if !t.TB {
 		full := nc - nc%nr
 		for q := 0; q < kc; q++ {
@@ -498,6 +513,27 @@ func packB(t *Term, dst []float64, j0, nc, p0, kc int) {
 		sl := dst[s*kc : (s+nr)*kc]
 		for q, v := range t.B[(j0+c)*t.LDB+p0 : (j0+c)*t.LDB+p0+kc] {
 			sl[q*nr+cc] = v
+		}
+	}
+}
+
+// packBScaled is packB with op(B)'s row p0+q multiplied by ScaleK[p0+q].
+func packBScaled(t *Term, dst []float64, j0, nc, p0, kc int) {
+	s := t.ScaleK[p0 : p0+kc]
+	if !t.TB {
+		for q, w := range s {
+			src := t.B[(p0+q)*t.LDB+j0 : (p0+q)*t.LDB+j0+nc]
+			for c, v := range src {
+				dst[(c-c%nr)*kc+q*nr+c%nr] = v * w
+			}
+		}
+		return
+	}
+	for c := 0; c < nc; c++ { // op(B) column c is row c of B
+		sl := dst[(c-c%nr)*kc : (c-c%nr+nr)*kc]
+		cc := c % nr
+		for q, v := range t.B[(j0+c)*t.LDB+p0 : (j0+c)*t.LDB+p0+kc] {
+			sl[q*nr+cc] = v * s[q]
 		}
 	}
 }

@@ -654,3 +654,46 @@ func TestPairKernelBitsMatchSingle(t *testing.T) {
 		}
 	}
 }
+
+// A term that scales its inner dimension is, to the last bit, the product
+// with op(B)'s rows scaled beforehand (the packing does that multiplication
+// instead), for both layouts of B, with and without the triangle.
+func TestScaleKMatchesScaledCopy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 8))
+	for _, s := range [][3]int{{100, 200, 784}, {7, 13, 5}, {31, 17, 300}, {64, 64, 600}} {
+		m, n, k := s[0], s[1], s[2]
+		w := randSlice(rng, k)
+		a := randSlice(rng, m*k)
+		for _, tb := range []bool{false, true} {
+			b := randSlice(rng, k*n)
+			scaled := slices.Clone(b)
+			for p := 0; p < k; p++ {
+				for c := 0; c < n; c++ {
+					if tb { // B is n×k
+						scaled[c*k+p] *= w[p]
+					} else { // B is k×n
+						scaled[p*n+c] *= w[p]
+					}
+				}
+			}
+			ldb := n
+			if tb {
+				ldb = k
+			}
+			want, got := make([]float64, m*n), make([]float64, m*n)
+			Dgemm(false, tb, m, n, k, 1.25, a, k, scaled, ldb, 0, want, n)
+			DgemmSum(m, n, []Term{{TB: tb, K: k, Alpha: 1.25, A: a, LDA: k, B: b, LDB: ldb, ScaleK: w}}, 0, got, n)
+			if !slices.Equal(want, got) {
+				t.Errorf("%d×%d×%d tB %v: scaled term differs from the product with a scaled copy", m, n, k, tb)
+			}
+			if m != n {
+				continue
+			}
+			DgemmTri(true, false, tb, m, k, 1, a, k, scaled, ldb, want, n)
+			DgemmTriTerm(true, m, Term{TB: tb, K: k, Alpha: 1, A: a, LDA: k, B: b, LDB: ldb, ScaleK: w}, got, n)
+			if !slices.Equal(want, got) {
+				t.Errorf("%d×%d triangle tB %v: scaled term differs", m, k, tb)
+			}
+		}
+	}
+}
