@@ -35,6 +35,7 @@ time includes any wait for a core).`)
 	model := f.String("model", "all", "model `NAME`: "+modelList()+" or all (the stepwise ones)")
 	config := f.String("config", "waveform", "`configuration`: waveform, mnist, uci2 or uci10")
 	iters := f.Int("iters", 20, "timed `iterations` per model (after 2 warm-up iterations)")
+	localAdam := f.String("local-adam", "dense", "NIMGP's per-row q(x_i) `update`: dense (every row at every step, as the authors' TensorFlow Adam; O(N·d)) or lazy (the batch's rows; O(B·d))")
 	pos, err := f.parse(args, stdout)
 	if err != nil {
 		return err
@@ -70,11 +71,15 @@ time includes any wait for a core).`)
 		return usagef("--iters %d: need at least 1 iteration", *iters)
 	}
 	cfg := BenchConfigs[*config]
-	fmt.Fprintf(stdout, "config %s: batch %d, M %d, C %d, d %d, %s kernel; %d iterations per model, models interleaved\n", cfg.Name, cfg.B, cfg.M, cfg.C, cfg.D, cfg.Kernel, *iters)
+	if *localAdam != "dense" && *localAdam != "lazy" {
+		return usagef("--local-adam %q (want dense or lazy)", *localAdam)
+	}
+	cfg.LocalAdam = *localAdam
+	fmt.Fprintf(stdout, "config %s: batch %d, M %d, C %d, d %d, %s kernel, N %d, %s q(x_i) updates; %d iterations per model, models interleaved\n", cfg.Name, cfg.B, cfg.M, cfg.C, cfg.D, cfg.Kernel, cfg.N, cfg.LocalAdam, *iters)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted")
 	}
-	stats, err := Bench(kinds, *config, *iters)
+	stats, err := BenchConfigured(kinds, cfg, *iters)
 	if err != nil {
 		return err
 	}

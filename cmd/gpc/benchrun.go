@@ -26,6 +26,10 @@ type BenchConfig struct {
 	// structure (models.AppendixD: one Z and one kernel for all latent
 	// functions, k-means Z) around the configuration's sizes.
 	AppendixD bool
+	// LocalAdam is how NIMGP's per-row q(x_i) are stepped (models'
+	// Train.LocalAdam): "" or "dense", every row at every step, or "lazy",
+	// the batch's rows only.
+	LocalAdam string
 }
 
 // BenchConfigs are the configurations timed by `gpc bench`: Waveform
@@ -92,6 +96,12 @@ func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 	if !ok {
 		return nil, fmt.Errorf("models: unknown benchmark configuration %q (want waveform, mnist, uci2 or uci10)", config)
 	}
+	return BenchConfigured(kinds, cfg, iters)
+}
+
+// BenchConfigured is Bench on a configuration that need not be one of
+// BenchConfigs (a changed field of one, say).
+func BenchConfigured(kinds []string, cfg BenchConfig, iters int) ([]BenchStats, error) {
 	if iters < 1 {
 		return nil, fmt.Errorf("models: %d benchmark iterations", iters)
 	}
@@ -198,7 +208,7 @@ type benchRun struct{ st *models.Stepper }
 
 func newBenchRun(name string, cfg BenchConfig, ds *datasets.Dataset) (*benchRun, error) {
 	o := models.Options{Model: name, Kernel: models.KernelOptions{Name: cfg.Kernel},
-		Posterior: models.PosteriorOptions{Inducing: cfg.M}, Train: models.TrainOptions{Batch: cfg.B}}
+		Posterior: models.PosteriorOptions{Inducing: cfg.M}, Train: models.TrainOptions{Batch: cfg.B, LocalAdam: cfg.LocalAdam}}
 	// The noise models learn their noise, as in the paper's MNIST runs.
 	o.Inputs.Noise.Learn = true
 	if cfg.AppendixD {
