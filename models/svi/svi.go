@@ -59,7 +59,8 @@ type Objective struct {
 	data    *datasets.Dataset
 	targets []float64
 	width   int
-	gbuf    [][]float64
+	gbuf    [][]float64 // the gradients Step returns: views of the program's outputs, or zeros
+	zeros   [][]float64 // a frozen parameter's gradient
 	frozen  map[*layers.Param]bool
 	seed    uint64
 	// streams survive a rebuild for a new batch size (Continue).
@@ -160,9 +161,7 @@ func (o *Objective) build(b, d int) error {
 		return err
 	}
 	o.gbuf = make([][]float64, len(o.params))
-	for i, q := range o.params {
-		o.gbuf[i] = make([]float64, len(q.Data))
-	}
+	o.zeros = make([][]float64, len(o.params))
 	return nil
 }
 
@@ -280,15 +279,26 @@ func (o *Objective) Step(b solvers.Batch) (float64, [][]float64, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	// The program's own output buffers, not copies (solvers.Objective
+	// allows it: the optimiser reads them before the next run); copying
+	// MNIST's 850 000 gradient elements took a millisecond of a 28 ms step
+	// on one core while the other waited.
 	for i, g := range o.grads {
+		if o.frozen[o.params[i]] {
+			if o.zeros[i] == nil {
+				o.zeros[i] = make([]float64, len(o.params[i].Data))
+			}
+			o.gbuf[i] = o.zeros[i]
+			continue
+		}
 		f, err := o.view(g)
 		if err != nil {
 			return 0, nil, err
 		}
-		copy(o.gbuf[i], f)
-		if o.frozen[o.params[i]] {
-			clear(o.gbuf[i])
+		if len(f) != len(o.params[i].Data) {
+			return 0, nil, fmt.Errorf("svi: gradient of %s has %d values for %d parameters", o.params[i].Name, len(f), len(o.params[i].Data))
 		}
+		o.gbuf[i] = f
 	}
 	for _, l := range o.locals {
 		g, err := o.view(l.grad)
