@@ -3,6 +3,8 @@ package solvers
 import (
 	"fmt"
 	"math"
+
+	"github.com/gpc-dev/gpc/graph"
 )
 
 // Optimizer is what Train needs from a first-order method. It is an interface
@@ -29,6 +31,12 @@ type Adam struct {
 
 	t    int         // number of completed steps, for bias correction
 	m, v [][]float64 // first and second moment estimates, one per param index
+	// upd is the step in progress and updFn its bound elements method,
+	// made once so that handing it to ParallelFor allocates nothing (a
+	// copy of the Adam shares them: right while copies do not step at the
+	// same time).
+	upd   *adamUpdate
+	updFn func(lo, hi int)
 }
 
 // AdamOption changes an Adam hyperparameter at construction; options keep
@@ -122,19 +130,61 @@ func (a *Adam) Step(params []Param, grads [][]float64) error {
 	// lr·m̂/(√v̂+ε) with the bias corrections folded into two constants:
 	// one division and one square root per element instead of three and one
 	// (Adam was 5% of the MNIST step).
-	step, rb2 := a.lr/bc1, 1/math.Sqrt(bc2)
+	if a.upd == nil {
+		a.upd = new(adamUpdate)
+		a.updFn = a.upd.elements
+	}
+	u := a.upd
+	*u = adamUpdate{a: a, params: params, grads: grads, step: a.lr / bc1, rb2: 1 / math.Sqrt(bc2), off: u.off[:0]}
+	u.off = append(u.off, 0)
+	for _, p := range params {
+		u.off = append(u.off, u.off[len(u.off)-1]+len(p.Data))
+	}
+	// Every element's update is independent of the others', so splitting
+	// the parameters' elements over the cores changes no result; the
+	// step runs after the graph, when the other core is idle.
+	n := u.off[len(params)]
+	if graph.Splits(n, 1, adamCost) {
+		graph.ParallelFor(n, 1, adamCost, a.updFn)
+	} else {
+		u.elements(0, n)
+	}
+	u.params, u.grads = nil, nil // not kept past the step
+	return nil
+}
+
+// adamCost is Adam's time per element, in nanoseconds, for ParallelFor.
+const adamCost = 3
+
+// adamUpdate is one Adam step over the concatenation of params' elements;
+// off[i] is the first element of params[i].
+type adamUpdate struct {
+	a         *Adam
+	params    []Param
+	grads     [][]float64
+	off       []int
+	step, rb2 float64
+}
+
+// elements updates elements [lo, hi) of the concatenation.
+func (u *adamUpdate) elements(lo, hi int) {
+	a := u.a
 	b1, b2 := a.beta1, a.beta2
-	for i, p := range params {
-		x := p.Data
-		m, v, g := a.m[i][:len(x)], a.v[i][:len(x)], grads[i][:len(x)]
+	for i := range u.params {
+		s, e := max(lo, u.off[i]), min(hi, u.off[i+1])
+		if s >= e {
+			continue
+		}
+		s, e = s-u.off[i], e-u.off[i]
+		x := u.params[i].Data[s:e]
+		m, v, g := a.m[i][s:e], a.v[i][s:e], u.grads[i][s:e]
 		for j, gj := range g {
 			mj := b1*m[j] + (1-b1)*gj
 			vj := b2*v[j] + (1-b2)*gj*gj
 			m[j], v[j] = mj, vj
-			x[j] -= step * mj / (math.Sqrt(vj)*rb2 + a.eps)
+			x[j] -= u.step * mj / (math.Sqrt(vj)*u.rb2 + a.eps)
 		}
 	}
-	return nil
 }
 
 // adamState is Adam's checkpoint: everything Step reads.
