@@ -563,7 +563,7 @@ func TestDgemmTriMatchesDefinition(t *testing.T) {
 // a 200-point batch (the synthetic tables): the triangle alone, against the
 // full product.
 func BenchmarkDgemmTri(bm *testing.B) {
-	for _, s := range [][2]int{{300, 1024}, {100, 200}} {
+	for _, s := range [][2]int{{300, 1024}, {100, 200}, {100, 784}} {
 		m, k := s[0], s[1]
 		r := rand.New(rand.NewPCG(3, 4))
 		u, v, c := randSlice(r, m*k), randSlice(r, m*k), make([]float64, m*m)
