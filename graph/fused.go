@@ -113,9 +113,10 @@ type elemOp struct {
 	// rowArgs has bit a set when argument a is a d-vector (the same row
 	// for every row).
 	rowArgs uint64
-	// addend, on the adjoint of one matrix argument, adds a last input
-	// (another gradient contribution of that argument) to the output: the
-	// sum costs no separate pass (see withAddend).
+	// addend, on the adjoint of one matrix argument or on a Map with the
+	// slice forms, adds a last input (another gradient contribution of the
+	// same node) to the output: the sum costs no separate pass (see
+	// withAddend).
 	addend bool
 }
 
@@ -149,13 +150,14 @@ func (op elemOp) linearAdjoint(a int, g *G.Node) (adj *G.Node, ok bool, err erro
 }
 
 func (op elemOp) Arity() int {
-	switch {
-	case op.addend:
-		return op.k + 2
-	case op.grad:
-		return op.k + 1
+	n := op.k
+	if op.grad {
+		n++
 	}
-	return op.k
+	if op.addend {
+		n++
+	}
+	return n
 }
 
 func (op elemOp) Type() hm.Type {
@@ -182,6 +184,9 @@ func (op elemOp) Type() hm.Type {
 	}
 	if op.reduce {
 		return fnType(1, ins...)
+	}
+	if op.addend {
+		ins = append(ins, 2)
 	}
 	return fnType(2, ins...)
 }
@@ -414,6 +419,11 @@ func (op elemOp) mapRows(in [][]float64, out, sums []float64, lo, hi int, row []
 		op.rows(in, i, row)
 		o := out[i*d : (i+1)*d]
 		op.f.FB(row, o)
+		if op.addend {
+			for j, v := range in[op.k][i*d : (i+1)*d] {
+				o[j] += v
+			}
+		}
 		if sums != nil {
 			var s float64
 			for _, v := range o {
@@ -489,6 +499,12 @@ func (op elemOp) scaledPartial(row [][]float64, a int, g []float64, i int, dst [
 }
 
 func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	if !op.grad && op.addend { // the addend's gradient is g; the rest as without it
+		plain := op
+		plain.addend = false
+		grads, err := plain.SymDiff(in[:op.k], out, g)
+		return append(grads, g), err
+	}
 	if !op.grad && op.f.FB != nil && op.f.DFB != nil {
 		grads := make(G.Nodes, op.k)
 		for a := range grads {
@@ -613,14 +629,21 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 }
 
 // takesAddend reports whether n is the adjoint of one matrix argument of a
-// fused function (with the slice forms), which withAddend can extend.
+// fused function (with the slice forms), or a Map with the slice forms,
+// which withAddend can extend.
 func takesAddend(n *G.Node) bool {
 	op, is := n.Op().(elemOp)
-	return is && op.grad && op.one > 0 && !op.addend && !op.isRow(op.one-1)
+	if !is || op.addend {
+		return false
+	}
+	if !op.grad { // a Map computed row by row through its slice form
+		return !op.reduce && op.f.FB != nil && op.f.DFB != nil
+	}
+	return op.one > 0 && !op.isRow(op.one-1)
 }
 
-// withAddend returns the adjoint node n (see takesAddend) plus x, an n×d
-// matrix, as one op. Backprop uses it to sum an argument's gradient
+// withAddend returns the node n (see takesAddend) plus x, an n×d matrix,
+// as one op. Backprop uses it to sum an argument's gradient
 // contributions without an AddN pass over memory.
 func withAddend(n, x *G.Node) (*G.Node, error) {
 	op := n.Op().(elemOp)

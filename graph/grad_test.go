@@ -156,3 +156,32 @@ func TestFusedAdjointTakesTwoAddends(t *testing.T) {
 		return must(G.HadamardProd(cost, G.NewConstant(0.1))), G.Nodes{x, w}
 	})
 }
+
+// A Map computed row by row takes the other gradient contributions of its
+// node as an addend (no AddN pass): ColSumSq's adjoint, 2x ⊙ ḡ, is such a
+// Map, here joined by a product's adjoint. Exact at orders 1 and 2.
+func TestMapTakesAddend(t *testing.T) {
+	found := false
+	checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		x := matrix(g, "x", 4, 3, randMat(rng, 4, 3)...)
+		b := matrix(g, "b", 3, 2, randMat(rng, 3, 2)...)
+		c := must(G.Add(must(G.Sum(must(ColumnSumSquares(x)))), must(G.Sum(must(G.Tanh(must(MatMul(x, b, false, false))))))))
+		return c, G.Nodes{x, b}
+	})
+	g := G.NewGraph()
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := matrix(g, "x", 4, 3, randMat(rng, 4, 3)...)
+	b := matrix(g, "b", 3, 2, randMat(rng, 3, 2)...)
+	c := must(G.Add(must(G.Sum(must(ColumnSumSquares(x)))), must(G.Sum(must(G.Tanh(must(MatMul(x, b, false, false))))))))
+	if _, err := Grad(c, x); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range g.AllNodes() {
+		if op, ok := n.Op().(elemOp); ok && !op.grad && op.addend {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("x's gradient has no Map with an addend: the test no longer exercises the path")
+	}
+}
