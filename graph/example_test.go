@@ -182,3 +182,23 @@ func ExampleRowFunc_vjp() {
 	fmt.Printf("%.3f\n", gx)
 	// Output: [0.333 0.333 0.333 0.090 0.245 0.665]
 }
+
+// An ARD linear kernel X·diag(w)·Zᵀ and its Gram matrix Z·diag(w)·Zᵀ, the
+// weights applied inside the products; both differentiate to any order.
+func ExampleWeightedDot() {
+	g := G.NewGraph()
+	x := graph.Input(g, "x", tensor.Shape{1, 2}, []float64{1, 2})
+	z := graph.Input(g, "z", tensor.Shape{2, 2}, []float64{1, 0, 1, 1})
+	w := graph.Input(g, "w", tensor.Shape{2}, []float64{0.5, 2})
+	kxz, _ := graph.WeightedDot(x, z, w)
+	kzz, _ := graph.WeightedDot(z, z, w)
+	prog, _ := graph.Compile(g, kxz, kzz)
+	if err := prog.Run(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	a, _ := prog.Float64s(kxz)
+	b, _ := prog.Float64s(kzz)
+	fmt.Println(a, b)
+	// Output: [0.5 4.5] [0.5 0.5 0.5 2.5]
+}
