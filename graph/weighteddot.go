@@ -79,29 +79,27 @@ func (op weightedDotOp) Do(vs ...G.Value) (G.Value, error) {
 // the inducing points' own gradient needs anyway.
 func (op weightedDotOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	x, z, w := in[0], in[1], in[2]
-	e := &Chain{}
 	if op.m <= op.n {
-		u := e.Do(MatMul(g, z, false, false))
-		if e.Err != nil {
-			return nil, e.Err
-		}
-		gx, gw, err := scaleColumnsAdjoints(x, w, u)
-		if err != nil {
-			return nil, err
-		}
-		gz := e.Do(MatMul(g, e.Do(ScaleColumns(x, w)), true, false))
-		return G.Nodes{gx, gz, gw}, e.Err
+		gx, gz, gw, err := weightedAdjoints(g, x, z, w, false)
+		return G.Nodes{gx, gz, gw}, err
 	}
-	u := e.Do(MatMul(g, x, true, false))
+	gz, gx, gw, err := weightedAdjoints(g, z, x, w, true)
+	return G.Nodes{gx, gz, gw}, err
+}
+
+// weightedAdjoints returns the adjoints of s, o and w for C = s·diag(w)·oᵀ
+// (C = o·diag(w)·sᵀ when tr) and C's adjoint g, the weights on s's side.
+func weightedAdjoints(g, s, o, w *G.Node, tr bool) (gs, gother, gw *G.Node, err error) {
+	e := &Chain{}
+	u := e.Do(MatMul(g, o, tr, false))
 	if e.Err != nil {
-		return nil, e.Err
+		return nil, nil, nil, e.Err
 	}
-	gz, gw, err := scaleColumnsAdjoints(z, w, u)
-	if err != nil {
-		return nil, err
+	if gs, gw, err = scaleColumnsAdjoints(s, w, u); err != nil {
+		return nil, nil, nil, err
 	}
-	gx := e.Do(MatMul(g, e.Do(ScaleColumns(z, w)), false, false))
-	return G.Nodes{gx, gz, gw}, e.Err
+	gother = e.Do(MatMul(g, e.Do(ScaleColumns(s, w)), !tr, false))
+	return gs, gother, gw, e.Err
 }
 
 type weightedGramOp struct {
