@@ -122,19 +122,30 @@ func (b *outBuf) take(n int) []float64 {
 
 func (p pureOp) outBuffer() *outBuf { return p.buf }
 
+// sharer is an op whose output buffer the package manages.
+type sharer interface{ outBuffer() *outBuf }
+
+// bufOf returns op's managed output buffer, nil if it has none.
+func bufOf(op G.Op) *outBuf {
+	if h, ok := op.(sharer); ok {
+		return h.outBuffer()
+	}
+	return nil
+}
+
 // sharedBuffers returns an error naming two nodes of g whose ops hold the
 // same output buffer, which would let one overwrite the other's output.
 func sharedBuffers(g *G.ExprGraph) error {
 	owner := map[*outBuf]*G.Node{}
 	for _, n := range g.AllNodes() {
-		h, ok := n.Op().(interface{ outBuffer() *outBuf })
-		if !ok || h.outBuffer() == nil {
+		b := bufOf(n.Op())
+		if b == nil {
 			continue
 		}
-		if m, dup := owner[h.outBuffer()]; dup {
+		if m, dup := owner[b]; dup {
 			return fmt.Errorf("graph: nodes %v and %v share an output buffer (apply ops with applyOp)", m.Name(), n.Name())
 		}
-		owner[h.outBuffer()] = n
+		owner[b] = n
 	}
 	return nil
 }

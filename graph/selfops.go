@@ -50,14 +50,20 @@ func (op gramOp) Do(vs ...G.Value) (G.Value, error) {
 		c := op.buf.take(n * n)
 		multiplyAdds.Add(int64(n) * int64(n+1) / 2 * int64(d))
 		gemm.DgemmTri(true, false, true, n, d, 1, a, d, a, d, c, n)
-		for i := 0; i < n; i++ {
-			for j := 0; j < i; j++ {
-				c[j*n+i] = c[i*n+j]
-			}
-		}
+		mirrorLower(c, n)
 		return op.buf.owned(tensor.Shape{n, n}, c), nil
 	}
 	return matMulOp{pureOp: op.pureOp, tb: true, m: op.n, k: op.d, n: op.n, ar: op.n, ac: op.d, br: op.n, bc: op.d}.Do(vs[0], vs[0])
+}
+
+// mirrorLower copies the lower triangle of the n×n matrix c onto its upper
+// triangle.
+func mirrorLower(c []float64, n int) {
+	for i := 0; i < n; i++ {
+		for j := 0; j < i; j++ {
+			c[j*n+i] = c[i*n+j]
+		}
+	}
 }
 
 // SymDiff: Ā = (Ḡ + Ḡᵀ)·A, the sum formed on the n×n side.

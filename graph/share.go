@@ -33,9 +33,6 @@ import (
 // shareOff is GPC_BUFFERS=own.
 var shareOff = os.Getenv("GPC_BUFFERS") == "own"
 
-// sharer is an op whose output buffer the package manages.
-type sharer interface{ outBuffer() *outBuf }
-
 // share reassigns the eligible steps' output buffers from slabs, after an
 // in-order run; outs are the steps whose values the caller reads.
 func (f *flat) share(outs map[*G.Node]bool) {
@@ -74,11 +71,10 @@ func (f *flat) share(outs map[*G.Node]bool) {
 		if st.leaf || st.fast != nil || last[i] >= n {
 			continue
 		}
-		h, ok := st.op.(sharer)
-		if !ok || h.outBuffer() == nil {
+		b := bufOf(st.op)
+		if b == nil {
 			continue
 		}
-		b := h.outBuffer()
 		if dataPtr(st.out) == 0 || len(b.data) == 0 || dataPtr(st.out) != uintptr(unsafe.Pointer(&b.data[0])) {
 			continue // its output is not its buffer (a scalar, or a value it returned)
 		}
@@ -120,8 +116,8 @@ func (f *flat) claim() {
 	if f.bufs == nil {
 		f.bufs = []*outBuf{}
 		for i := range f.steps {
-			if h, ok := f.steps[i].op.(sharer); ok && h.outBuffer() != nil {
-				f.bufs = append(f.bufs, h.outBuffer())
+			if b := bufOf(f.steps[i].op); b != nil {
+				f.bufs = append(f.bufs, b)
 			}
 		}
 	}

@@ -43,20 +43,10 @@ func (op weightedDotOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 func (op weightedDotOp) String() string {
 	return fmt.Sprintf("WeightedDot(%dx%d,%dx%d)", op.m, op.d, op.n, op.d)
 }
-func (op weightedDotOp) WriteHash(h hash.Hash)   { writeHash(h, op) }
-func (op weightedDotOp) Hashcode() uint32        { return hashOf(op) }
-func (op weightedDotOp) DiffWRT(int) []bool      { return allDiff(3) }
-func (op weightedDotOp) withBuf(b *outBuf) G.Op  { op.buf = b; return op }
-func (op weightedGramOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
-func (op weightedGramOp) DiffWRT(int) []bool     { return allDiff(2) }
-func (op weightedGramOp) WriteHash(h hash.Hash)  { writeHash(h, op) }
-func (op weightedGramOp) Hashcode() uint32       { return hashOf(op) }
-func (op weightedGramOp) Arity() int             { return 2 }
-func (op weightedGramOp) Type() hm.Type          { return fnType(2, 2, 1) }
-func (op weightedGramOp) String() string         { return fmt.Sprintf("WeightedGram(%dx%d)", op.n, op.d) }
-func (op weightedGramOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
-	return tensor.Shape{op.n, op.n}, nil
-}
+func (op weightedDotOp) WriteHash(h hash.Hash)  { writeHash(h, op) }
+func (op weightedDotOp) Hashcode() uint32       { return hashOf(op) }
+func (op weightedDotOp) DiffWRT(int) []bool     { return allDiff(3) }
+func (op weightedDotOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
 
 func (op weightedDotOp) Do(vs ...G.Value) (G.Value, error) {
 	in, err := op.buf.inputs(vs)
@@ -107,6 +97,17 @@ type weightedGramOp struct {
 	n, d int
 }
 
+func (op weightedGramOp) Arity() int    { return 2 }
+func (op weightedGramOp) Type() hm.Type { return fnType(2, 2, 1) }
+func (op weightedGramOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.n, op.n}, nil
+}
+func (op weightedGramOp) String() string         { return fmt.Sprintf("WeightedGram(%dx%d)", op.n, op.d) }
+func (op weightedGramOp) WriteHash(h hash.Hash)  { writeHash(h, op) }
+func (op weightedGramOp) Hashcode() uint32       { return hashOf(op) }
+func (op weightedGramOp) DiffWRT(int) []bool     { return allDiff(2) }
+func (op weightedGramOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
 func (op weightedGramOp) Do(vs ...G.Value) (G.Value, error) {
 	in, err := op.buf.inputs(vs)
 	if err != nil {
@@ -117,11 +118,7 @@ func (op weightedGramOp) Do(vs ...G.Value) (G.Value, error) {
 	c := op.buf.take(n * n)
 	multiplyAdds.Add(int64(n) * int64(n+1) / 2 * int64(d))
 	gemm.DgemmTriTerm(true, n, gemm.Term{TB: true, K: d, Alpha: 1, A: z, LDA: d, B: z, LDB: d, ScaleK: w}, c, n)
-	for i := 0; i < n; i++ {
-		for j := 0; j < i; j++ {
-			c[j*n+i] = c[i*n+j]
-		}
-	}
+	mirrorLower(c, n)
 	return op.buf.owned(tensor.Shape{n, n}, c), nil
 }
 

@@ -31,12 +31,7 @@ type Adam struct {
 
 	t    int         // number of completed steps, for bias correction
 	m, v [][]float64 // first and second moment estimates, one per param index
-	// upd is the step in progress and updFn its bound elements method,
-	// made once so that handing it to ParallelFor allocates nothing (a
-	// copy of the Adam shares them: right while copies do not step at the
-	// same time).
-	upd   *adamUpdate
-	updFn func(lo, hi int)
+	off  []int       // scratch: each param's first element in the concatenation
 }
 
 // AdamOption changes an Adam hyperparameter at construction; options keep
@@ -130,26 +125,22 @@ func (a *Adam) Step(params []Param, grads [][]float64) error {
 	// lr·m̂/(√v̂+ε) with the bias corrections folded into two constants:
 	// one division and one square root per element instead of three and one
 	// (Adam was 5% of the MNIST step).
-	if a.upd == nil {
-		a.upd = new(adamUpdate)
-		a.updFn = a.upd.elements
-	}
-	u := a.upd
-	*u = adamUpdate{a: a, params: params, grads: grads, step: a.lr / bc1, rb2: 1 / math.Sqrt(bc2), off: u.off[:0]}
-	u.off = append(u.off, 0)
+	a.off = append(a.off[:0], 0)
 	for _, p := range params {
-		u.off = append(u.off, u.off[len(u.off)-1]+len(p.Data))
+		a.off = append(a.off, a.off[len(a.off)-1]+len(p.Data))
 	}
+	u := adamUpdate{a: a, params: params, grads: grads, off: a.off, step: a.lr / bc1, rb2: 1 / math.Sqrt(bc2)}
 	// Every element's update is independent of the others', so splitting
 	// the parameters' elements over the cores changes no result; the
-	// step runs after the graph, when the other core is idle.
-	n := u.off[len(params)]
+	// step runs after the graph, when the other core is idle. Only a
+	// split step puts its update on the heap.
+	n := a.off[len(params)]
 	if graph.Splits(n, 1, adamCost) {
-		graph.ParallelFor(n, 1, adamCost, a.updFn)
+		su := u
+		graph.ParallelFor(n, 1, adamCost, su.elements)
 	} else {
 		u.elements(0, n)
 	}
-	u.params, u.grads = nil, nil // not kept past the step
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -1006,5 +1007,42 @@ func TestTrainLBFGSTrialFailureKeepsBestPoint(t *testing.T) {
 	_, err = TrainLBFGS(context.Background(), w, []Param{{Name: "x", Data: w.x}}, 1, LBFGSSettings{MaxIterations: 50, Warnings: &warn})
 	if err == nil || errors.Is(err, ErrTrialFailed) || !errors.Is(err, ErrNotPositiveDefinite) {
 		t.Fatalf("got %v, want a plain Cholesky failure", err)
+	}
+}
+
+// A step large enough to split over the cores, with the split falling
+// inside parameters, equals the same step taken a parameter at a time
+// (each element's update is independent, so to the last bit).
+func TestAdamSplitStepMatchesWhole(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	rng := rand.New(rand.NewPCG(3, 9))
+	sizes := []int{70001, 3, 80000, 1}
+	var whole, split []Param
+	var grads [][]float64
+	for i, n := range sizes {
+		x, g := make([]float64, n), make([]float64, n)
+		for j := range x {
+			x[j], g[j] = rng.NormFloat64(), rng.NormFloat64()
+		}
+		whole = append(whole, Param{Name: fmt.Sprint("p", i), Data: slices.Clone(x)})
+		split = append(split, Param{Name: fmt.Sprint("p", i), Data: x})
+		grads = append(grads, g)
+	}
+	big := NewAdam(0.01)
+	for step := 0; step < 2; step++ {
+		if err := big.Step(split, grads); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range whole { // each parameter alone is below the split size
+		one := NewAdam(0.01)
+		for step := 0; step < 2; step++ {
+			if err := one.Step(whole[i:i+1], grads[i:i+1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(whole[i].Data, split[i].Data) {
+			t.Errorf("parameter %d: the split step differs from the parameter's own", i)
+		}
 	}
 }

@@ -295,10 +295,7 @@ func (o *Objective) Step(b solvers.Batch) (float64, [][]float64, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		if len(f) != len(o.params[i].Data) {
-			return 0, nil, fmt.Errorf("svi: gradient of %s has %d values for %d parameters", o.params[i].Name, len(f), len(o.params[i].Data))
-		}
-		o.gbuf[i] = f
+		o.gbuf[i] = f // the optimisers check its length against the parameter's
 	}
 	for _, l := range o.locals {
 		g, err := o.view(l.grad)
