@@ -21,6 +21,11 @@ func init() {
 // fusedSums lets a sum of products run as one gemm.DgemmSum.
 const fusedSums = true
 
+// ownTriangular lets a triangular solve or product read its right-hand
+// side from the input and write the result to its own buffer in one pass
+// (gemm.TrsmTo, gemm.TrmmTo) instead of copying it first.
+const ownTriangular = true
+
 // BLAS names the BLAS implementation in use: gonum with gpc's Dgemm by
 // default ("gonum+gemm/avx2-fma"; plain "gonum" on CPUs without AVX2/FMA
 // or with the purego tag), OpenBLAS when built with the openblas tag.

@@ -21,5 +21,8 @@ func init() {
 // fusedSums is off: every product of a sum goes to OpenBLAS.
 const fusedSums = false
 
+// ownTriangular is off: triangular routines go to OpenBLAS.
+const ownTriangular = false
+
 // BLAS names the BLAS implementation in use.
 var BLAS = "openblas"

@@ -142,7 +142,8 @@ func (op triOp) DiffWRT(int) []bool { return []bool{true, true} }
 
 // apply copies B (vs[1]) into the op's output buffer and runs routine
 // (blas64.Trsm or blas64.Trmm, left side) on it with T (vs[0]).
-func (op triOp) apply(vs []G.Value, routine func(blas.Side, blas.Transpose, float64, blas64.Triangular, blas64.General)) (G.Value, error) {
+func (op triOp) apply(vs []G.Value, routine func(blas.Side, blas.Transpose, float64, blas64.Triangular, blas64.General),
+	to func(blas.Uplo, blas.Transpose, blas.Diag, int, int, float64, []float64, int, []float64, int, []float64, int) bool) (G.Value, error) {
 	t, err := Float64s(vs[0])
 	if err != nil {
 		return nil, err
@@ -152,7 +153,6 @@ func (op triOp) apply(vs []G.Value, routine func(blas.Side, blas.Transpose, floa
 		return nil, err
 	}
 	x := op.buf.take(len(b))
-	copy(x, b)
 	uplo, tr := blas.Upper, blas.NoTrans
 	if op.lower {
 		uplo = blas.Lower
@@ -160,6 +160,10 @@ func (op triOp) apply(vs []G.Value, routine func(blas.Side, blas.Transpose, floa
 	if op.trans {
 		tr = blas.Trans
 	}
+	if ownTriangular && to(uplo, tr, blas.NonUnit, op.n, op.k, 1, t, op.n, b, op.k, x, op.k) {
+		return op.buf.owned(op.shape(), x), nil
+	}
+	copy(x, b)
 	routine(blas.Left, tr, 1,
 		blas64.Triangular{Uplo: uplo, Diag: blas.NonUnit, N: op.n, Stride: op.n, Data: t},
 		blas64.General{Rows: op.n, Cols: op.k, Stride: op.k, Data: x})
@@ -183,7 +187,9 @@ func (op triSolveOp) String() string        { return op.label("TriSolve") }
 func (op triSolveOp) WriteHash(h hash.Hash) { writeHash(h, op) }
 func (op triSolveOp) Hashcode() uint32      { return hashOf(op) }
 
-func (op triSolveOp) Do(vs ...G.Value) (G.Value, error) { return op.apply(vs, blas64.Trsm) }
+func (op triSolveOp) Do(vs ...G.Value) (G.Value, error) {
+	return op.apply(vs, blas64.Trsm, gemm.TrsmTo)
+}
 
 // SymDiff: with A = op(T), B̄ = A⁻ᵀ X̄ and Ā = −B̄ Xᵀ, restricted to T's triangle.
 func (op triSolveOp) SymDiff(in G.Nodes, x, g *G.Node) (G.Nodes, error) {
@@ -230,7 +236,7 @@ func (op triMulOp) Hashcode() uint32      { return hashOf(op) }
 
 func (op triMulOp) Do(vs ...G.Value) (G.Value, error) {
 	multiplyAdds.Add(int64(op.n) * int64(op.n+1) / 2 * int64(op.k))
-	return op.apply(vs, blas64.Trmm)
+	return op.apply(vs, blas64.Trmm, gemm.TrmmTo)
 }
 
 // SymDiff: with Y = op(T) B, B̄ = op(T)ᵀ Ȳ and T̄ = tri(Ȳ Bᵀ), or tri(B Ȳᵀ)

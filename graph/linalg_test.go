@@ -224,6 +224,9 @@ func TestTriProdForward(t *testing.T) {
 	for _, m := range []int{3, 95, 96, 150} {
 		for _, lower := range []bool{true, false} {
 			k := 7
+			if m == 150 {
+				k = 1 // an outer product: the direct path
+			}
 			uv, vv := randMat(rng, m, k), randMat(rng, m, k)
 			g := G.NewGraph()
 			U, V := matrix(g, "U", m, k, uv...), matrix(g, "V", m, k, vv...)
@@ -235,6 +238,35 @@ func TestTriProdForward(t *testing.T) {
 			for i := range w {
 				if math.Abs(c[i]-w[i]) > 1e-12 {
 					t.Fatalf("m=%d lower=%v: entry (%d,%d) = %v, want %v", m, lower, i/m, i%m, c[i], w[i])
+				}
+			}
+		}
+	}
+}
+
+// TriMask keeps one triangle and scales the diagonal, against its
+// definition entry by entry.
+func TestTriMaskForward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	n := 7
+	xv := randMat(rng, n, n)
+	for _, lower := range []bool{true, false} {
+		g := G.NewGraph()
+		X := matrix(g, "X", n, n, xv...)
+		M := must(TriMask(X, lower, 0.5))
+		p := run(t, g, M)
+		got, _ := p.Float64s(M)
+		for i := range n {
+			for j := range n {
+				want := 0.0
+				switch {
+				case i == j:
+					want = 0.5 * xv[i*n+j]
+				case (i > j) == lower:
+					want = xv[i*n+j]
+				}
+				if got[i*n+j] != want {
+					t.Fatalf("lower=%v: entry (%d,%d) = %v, want %v", lower, i, j, got[i*n+j], want)
 				}
 			}
 		}

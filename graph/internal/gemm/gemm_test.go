@@ -210,7 +210,7 @@ func checkLeftTriangular(t *testing.T, seed uint64, ms []int, solve bool,
 		ul := []blas.Uplo{blas.Lower, blas.Upper}[r.IntN(2)]
 		tA := []blas.Transpose{blas.NoTrans, blas.Trans}[r.IntN(2)]
 		d := []blas.Diag{blas.NonUnit, blas.Unit}[r.IntN(2)]
-		alpha := []float64{1, -0.5}[r.IntN(2)]
+		alpha := []float64{1, -0.5, 0}[r.IntN(3)]
 		lda, ldb := m+r.IntN(3), n+r.IntN(3)
 		a := randSlice(r, m*lda)
 		if solve {
@@ -693,6 +693,95 @@ func TestScaleKMatchesScaledCopy(t *testing.T) {
 			DgemmTriTerm(true, m, Term{TB: tb, K: k, Alpha: 1, A: a, LDA: k, B: b, LDB: ldb, ScaleK: w}, got, n)
 			if !slices.Equal(want, got) {
 				t.Errorf("%d×%d triangle tB %v: scaled term differs", m, k, tb)
+			}
+		}
+	}
+}
+
+// BenchmarkTriVector times a triangular solve and product with a single
+// right-hand column (the variational mean's L⁻¹m) at m = 300.
+func BenchmarkTriVector(bm *testing.B) {
+	r := rand.New(rand.NewPCG(9, 11))
+	m := 300
+	a := randSlice(r, m*m)
+	for i := 0; i < m; i++ {
+		a[i*m+i] = 3
+	}
+	b := randSlice(r, m)
+	for _, tr := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+		for _, impl := range []struct {
+			name string
+			f    blas.Float64
+		}{{"gpc", Implementation{}}, {"gonum", gonum.Implementation{}}} {
+			bm.Run(fmt.Sprintf("trsm/%c/%s", tr, impl.name), func(bm *testing.B) {
+				for range bm.N {
+					impl.f.Dtrsm(blas.Left, blas.Lower, tr, blas.NonUnit, m, 1, 1, a, m, b, 1)
+				}
+			})
+			bm.Run(fmt.Sprintf("trmm/%c/%s", tr, impl.name), func(bm *testing.B) {
+				for range bm.N {
+					impl.f.Dtrmm(blas.Left, blas.Lower, tr, blas.NonUnit, m, 1, 1, a, m, b, 1)
+				}
+			})
+		}
+		bm.Run(fmt.Sprintf("trsv/%c", tr), func(bm *testing.B) {
+			for range bm.N {
+				gonum.Implementation{}.Dtrsv(blas.Lower, tr, blas.NonUnit, m, a, m, b, 1)
+			}
+		})
+		bm.Run(fmt.Sprintf("trmv/%c", tr), func(bm *testing.B) {
+			for range bm.N {
+				gonum.Implementation{}.Dtrmv(blas.Lower, tr, blas.NonUnit, m, a, m, b, 1)
+			}
+		})
+	}
+}
+
+// The outer product's direct path rounds each element as the blocked path
+// does: against the same product with a second, zero column (which the
+// kernel adds exactly), bit for bit, for both layouts, a scaled inner
+// dimension and both triangles.
+func TestRank1TriBitsMatchBlocked(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, m := range []int{1, 7, 300} {
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				for _, scaled := range []bool{false, true} {
+					u, v := randSlice(r, m), randSlice(r, m)
+					u2, v2 := make([]float64, 2*m), make([]float64, 2*m)
+					for i := range m { // op(A) m×2 and op(B) 2×m with a zero second column/row
+						if tA {
+							u2[i] = u[i]
+						} else {
+							u2[2*i] = u[i]
+						}
+						if tB {
+							v2[2*i] = v[i]
+						} else {
+							v2[i] = v[i]
+						}
+					}
+					lda, ldb, lda2, ldb2 := 1, m, 2, m
+					if tA {
+						lda, lda2 = m, m
+					}
+					if tB {
+						ldb, ldb2 = 1, 2
+					}
+					one := Term{TA: tA, TB: tB, K: 1, Alpha: -1.5, A: u, LDA: lda, B: v, LDB: ldb}
+					two := Term{TA: tA, TB: tB, K: 2, Alpha: -1.5, A: u2, LDA: lda2, B: v2, LDB: ldb2}
+					if scaled {
+						one.ScaleK, two.ScaleK = []float64{0.7}, []float64{0.7, 0.3}
+					}
+					for _, lower := range []bool{true, false} {
+						got, want := randSlice(r, m*m), randSlice(r, m*m)
+						DgemmTriTerm(lower, m, one, got, m)
+						DgemmTriTerm(lower, m, two, want, m)
+						if !slices.Equal(got, want) {
+							t.Fatalf("m=%d tA=%v tB=%v scaled=%v lower=%v: direct and blocked rank-1 triangles differ", m, tA, tB, scaled, lower)
+						}
+					}
+				}
 			}
 		}
 	}

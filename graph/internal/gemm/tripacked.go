@@ -60,7 +60,9 @@ type triPlan struct {
 	lower   bool // op(T) is lower triangular (for a product)
 	blocks  int
 	coef    []float64
-	b       []float64
+	src     []float64 // B, read only when a strip is packed
+	lds     int
+	b       []float64 // the result, which may be src
 	ldb     int
 	nc      int // strip width
 	nStrips int
@@ -92,8 +94,15 @@ func (p *triPlan) row(i int) int {
 // for a left-side triangular T, in place. Arguments are valid
 // (blockedLeft).
 func packedTri(solve bool, ul blas.Uplo, trans bool, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+	packedTriTo(solve, ul, trans, d, m, n, alpha, a, lda, b, ldb, b, ldb)
+}
+
+// packedTriTo is packedTri reading B from src and writing the result to
+// dst (which may be src): B is read only to pack it, so a routine whose
+// result must not overwrite its input saves the copy it would make first.
+func packedTriTo(solve bool, ul blas.Uplo, trans bool, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) {
 	opLower := (ul == blas.Lower) != trans
-	p := triPlan{solve: solve, m: m, n: n, mPad: roundUp(m, mr), b: b, ldb: ldb, lower: opLower}
+	p := triPlan{solve: solve, m: m, n: n, mPad: roundUp(m, mr), src: src, lds: lds, b: dst, ldb: ldd, lower: opLower}
 	p.rev = solve && !opLower
 	unit := d == blas.Unit
 	p.blocks = p.mPad / mr
@@ -107,7 +116,9 @@ func packedTri(solve bool, ul blas.Uplo, trans bool, d blas.Diag, m, n int, alph
 	} else {
 		p.productCoef(a, lda, trans, unit, alpha)
 	}
-	p.nc = max(nr, triStripBytes/8/p.mPad/nr*nr)
+	// Whole sliver pairs: an odd sliver per strip runs the single
+	// kernel, at two thirds of the pair's rate.
+	p.nc = max(2*nr, triStripBytes/8/p.mPad/(2*nr)*(2*nr))
 	p.nc = min(p.nc, roundUp(n, nr))
 	p.nStrips = ceilDiv(n, p.nc)
 	p.workers = 1
@@ -258,7 +269,7 @@ func (p *triPlan) strips(w, workers int) {
 		// Pack the strip: sliver q holds columns j0+q·nr… as mPad rows of
 		// nr, rows in solve order, zero columns past n.
 		for i := range p.m {
-			src := p.b[p.row(i)*p.ldb+j0 : p.row(i)*p.ldb+j0+nc]
+			src := p.src[p.row(i)*p.lds+j0 : p.row(i)*p.lds+j0+nc]
 			for q := 0; q*nr < nc; q++ {
 				dst := packed[(q*p.mPad+i)*nr : (q*p.mPad+i)*nr+nr]
 				if cols := min(nr, nc-q*nr); cols == nr {
@@ -269,41 +280,40 @@ func (p *triPlan) strips(w, workers int) {
 				}
 			}
 		}
-		for bi := range p.blocks {
-			r0 := bi * mr
-			k0, kc, off := p.block(bi)
-			rows := min(mr, p.m-r0)
-			w := p.coef[off : off+mr*kc]
-			for q := 0; q*nr < nc; q++ {
-				sl := packed[q*p.mPad*nr : (q+1)*p.mPad*nr]
-				if pairKernel != nil && (q+2)*nr <= nc && (p.solve || rows == mr) {
-					// Two full slivers in one call (see pairKernel).
-					sl1 := packed[(q+1)*p.mPad*nr : (q+2)*p.mPad*nr]
-					if p.solve {
-						pairKernel(kc, w, sl[k0*nr:], sl1[k0*nr:], sl[r0*nr:], sl1[r0*nr:], nr, 1, true)
-					} else {
-						off := r0*p.ldb + j0 + q*nr
-						pairKernel(kc, w, sl[k0*nr:], sl1[k0*nr:], p.b[off:], p.b[off+nr:], p.ldb, 1, true)
-					}
-					q++
-					continue
+		// Slivers outside, blocks of rows inside: a sliver pair (kc×2nr)
+		// stays in L1 while the blocks' coefficient panels (mr wide)
+		// stream from L2, the blocked product's order. The other nesting
+		// streamed the slivers, 2.7 times the bytes per multiply-add, from
+		// L2 for every block.
+		for q := 0; q*nr < nc; {
+			pair := pairKernel != nil && (q+2)*nr <= nc
+			sl := packed[q*p.mPad*nr : (q+1)*p.mPad*nr]
+			var sl1 []float64
+			if pair {
+				sl1 = packed[(q+1)*p.mPad*nr : (q+2)*p.mPad*nr]
+			}
+			for bi := range p.blocks {
+				r0 := bi * mr
+				k0, kc, off := p.block(bi)
+				rows := min(mr, p.m-r0)
+				w := p.coef[off : off+mr*kc]
+				switch {
+				case pair && p.solve:
+					pairKernel(kc, w, sl[k0*nr:], sl1[k0*nr:], sl[r0*nr:], sl1[r0*nr:], nr, 1, true)
+				case pair && rows == mr:
+					o := r0*p.ldb + j0 + q*nr
+					pairKernel(kc, w, sl[k0*nr:], sl1[k0*nr:], p.b[o:], p.b[o+nr:], p.ldb, 1, true)
+				case pair:
+					p.single(q, r0, k0, kc, rows, nc, j0, w, sl, tile)
+					p.single(q+1, r0, k0, kc, rows, nc, j0, w, sl1, tile)
+				default:
+					p.single(q, r0, k0, kc, rows, nc, j0, w, sl, tile)
 				}
-				if p.solve {
-					// Stored over B_I in the sliver; the kernel reads
-					// before it writes.
-					microKernel(kc, w, sl[k0*nr:], sl[r0*nr:], nr, 1, true)
-					continue
-				}
-				cols := min(nr, nc-q*nr)
-				off := r0*p.ldb + j0 + q*nr
-				if rows == mr && cols == nr {
-					microKernel(kc, w, sl[k0*nr:], p.b[off:], p.ldb, 1, true)
-					continue
-				}
-				microKernel(kc, w, sl[k0*nr:], tile, nr, 1, true)
-				for r := range rows {
-					copy(p.b[off+r*p.ldb:off+r*p.ldb+cols], tile[r*nr:r*nr+cols])
-				}
+			}
+			if pair {
+				q += 2
+			} else {
+				q++
 			}
 		}
 		if !p.solve {
@@ -316,5 +326,26 @@ func (p *triPlan) strips(w, workers int) {
 				copy8(dst[q*nr:q*nr+cols], packed[(q*p.mPad+i)*nr:(q*p.mPad+i)*nr+cols])
 			}
 		}
+	}
+}
+
+// single is one micro-kernel call for sliver q (packed at sl) and the
+// block of rows at r0: a solve stores over B_I in the sliver (the kernel
+// reads before it writes), a product into B's rows, through tile when the
+// block or the sliver is partial.
+func (p *triPlan) single(q, r0, k0, kc, rows, nc, j0 int, w, sl, tile []float64) {
+	if p.solve {
+		microKernel(kc, w, sl[k0*nr:], sl[r0*nr:], nr, 1, true)
+		return
+	}
+	cols := min(nr, nc-q*nr)
+	off := r0*p.ldb + j0 + q*nr
+	if rows == mr && cols == nr {
+		microKernel(kc, w, sl[k0*nr:], p.b[off:], p.ldb, 1, true)
+		return
+	}
+	microKernel(kc, w, sl[k0*nr:], tile, nr, 1, true)
+	for r := range rows {
+		copy(p.b[off+r*p.ldb:off+r*p.ldb+cols], tile[r*nr:r*nr+cols])
 	}
 }

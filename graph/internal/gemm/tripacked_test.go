@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -79,5 +80,55 @@ func TestTriangularAlphaZero(t *testing.T) {
 				t.Fatalf("B[%d] = %v after alpha = 0", i, v)
 			}
 		}
+	}
+}
+
+// TrsmTo and TrmmTo give, bit for bit, what copying B into dst and calling
+// Dtrsm or Dtrmm there gives, with their own strides, and leave src alone;
+// they decline what the blocked code does not take.
+func TestTriangularToMatchesInPlace(t *testing.T) {
+	if KernelName == "go" {
+		t.Skip("no assembly kernel: the callers copy and call gonum")
+	}
+	r := rand.New(rand.NewPCG(45, 46))
+	for trial := range 40 {
+		m, n := []int{7, 40, 131, 300}[r.IntN(4)], []int{2, 17, 200, 1024}[r.IntN(4)]
+		ul := []blas.Uplo{blas.Lower, blas.Upper}[r.IntN(2)]
+		tA := []blas.Transpose{blas.NoTrans, blas.Trans}[r.IntN(2)]
+		alpha := []float64{1, -0.5}[r.IntN(2)]
+		a := randSlice(r, m*m)
+		for i := range m {
+			a[i*m+i] = 3
+		}
+		lds, ldd := n+r.IntN(3), n+r.IntN(3)
+		src := randSlice(r, m*lds)
+		orig := slices.Clone(src)
+		for _, solve := range []bool{true, false} {
+			want := make([]float64, m*ldd)
+			for i := range m {
+				copy(want[i*ldd:i*ldd+n], src[i*lds:i*lds+n])
+			}
+			got := slices.Clone(want)
+			to, inPlace := TrmmTo, Implementation{}.Dtrmm
+			if solve {
+				to, inPlace = TrsmTo, Implementation{}.Dtrsm
+			}
+			inPlace(blas.Left, ul, tA, blas.NonUnit, m, n, alpha, a, m, want, ldd)
+			if !to(ul, tA, blas.NonUnit, m, n, alpha, a, m, src, lds, got, ldd) {
+				if blockedLeft(blas.Left, ul, tA, blas.NonUnit, m, n, m, lds, len(a), len(src)) {
+					t.Fatalf("trial %d m=%d n=%d: declined arguments the blocked code takes", trial, m, n)
+				}
+				continue
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("trial %d m=%d n=%d %v %v solve=%v: differs from the in-place routine", trial, m, n, ul, tA, solve)
+			}
+			if !slices.Equal(src, orig) {
+				t.Fatalf("trial %d: src was written", trial)
+			}
+		}
+	}
+	if TrsmTo(blas.Lower, blas.NoTrans, blas.NonUnit, 100, 1, 1, make([]float64, 100*100), 100, make([]float64, 100), 1, make([]float64, 100), 1) {
+		t.Error("a single column was taken (the level-2 routine is faster)")
 	}
 }

@@ -11,6 +11,15 @@ import (
 // general product's rate. Right-side products are left to gonum.
 func (impl Implementation) Dtrmm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
 	defer start().done()
+	if vectorLeft(s, n, ldb, len(b), m) {
+		if alpha == 0 {
+			scaleColumn(0, m, b, ldb)
+			return
+		}
+		impl.Implementation.Dtrmv(ul, tA, d, m, a, lda, b, ldb)
+		scaleColumn(alpha, m, b, ldb)
+		return
+	}
 	if !blockedLeft(s, ul, tA, d, m, n, lda, ldb, len(a), len(b)) {
 		impl.Implementation.Dtrmm(s, ul, tA, d, m, n, alpha, a, lda, b, ldb)
 		return

@@ -11,6 +11,11 @@ import (
 // solves, and triangles too small to pack, are left to gonum.
 func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
 	defer start().done()
+	if vectorLeft(s, n, ldb, len(b), m) {
+		scaleColumn(alpha, m, b, ldb)
+		impl.Implementation.Dtrsv(ul, tA, d, m, a, lda, b, ldb)
+		return
+	}
 	if !blockedLeft(s, ul, tA, d, m, n, lda, ldb, len(a), len(b)) {
 		impl.Implementation.Dtrsm(s, ul, tA, d, m, n, alpha, a, lda, b, ldb)
 		return
@@ -22,6 +27,58 @@ func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 		return
 	}
 	packedTri(true, ul, tA != blas.NoTrans, d, m, n, alpha, a, lda, b, ldb)
+}
+
+// TrsmTo solves op(T)·X = alpha·B like Dtrsm (side Left) with B read
+// from src and X written to dst, which may be the same slice, and reports
+// true; for arguments the blocked code does not take (see blockedLeft; a
+// single column; alpha 0) it does nothing and reports false, and the
+// caller copies B to dst and calls Dtrsm. It saves an op whose result
+// must not overwrite its input the copy, a pass over B.
+func TrsmTo(ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) bool {
+	if alpha == 0 || n == 1 || !blockedLeft(blas.Left, ul, tA, d, m, n, lda, lds, len(a), len(src)) ||
+		ldd < max(1, n) || len(dst) < ldd*(m-1)+n {
+		return false
+	}
+	defer start().done()
+	packedTriTo(true, ul, tA != blas.NoTrans, d, m, n, alpha, a, lda, src, lds, dst, ldd)
+	return true
+}
+
+// TrmmTo computes alpha·op(T)·B like Dtrmm (side Left) with B read from
+// src and the result written to dst; see TrsmTo.
+func TrmmTo(ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) bool {
+	if alpha == 0 || n == 1 || !blockedLeft(blas.Left, ul, tA, d, m, n, lda, lds, len(a), len(src)) ||
+		ldd < max(1, n) || len(dst) < ldd*(m-1)+n {
+		return false
+	}
+	defer start().done()
+	packedTriTo(false, ul, tA != blas.NoTrans, d, m, n, alpha, a, lda, src, lds, dst, ldd)
+	return true
+}
+
+// vectorLeft reports whether a left-side triangular routine has a single
+// right-hand column, which the level-2 routines handle 3.5–8× faster than
+// the packed path or gonum's Dtrsm (m = 300, one core: a solve 18–21 µs
+// against 68–81, a product 8–9 against 68–74; BenchmarkTriVector).
+func vectorLeft(s blas.Side, n, ldb, lb, m int) bool {
+	return s == blas.Left && n == 1 && m > 0 && ldb >= 1 && lb >= ldb*(m-1)+1
+}
+
+// scaleColumn multiplies the column b[0], b[ldb], … b[(m−1)·ldb] by alpha,
+// setting it to zero without reading it when alpha is 0, as BLAS does.
+func scaleColumn(alpha float64, m int, b []float64, ldb int) {
+	switch alpha {
+	case 1:
+	case 0:
+		for i := range m {
+			b[i*ldb] = 0
+		}
+	default:
+		for i := range m {
+			b[i*ldb] *= alpha
+		}
+	}
 }
 
 // blockedLeft reports whether a left-side triangular routine of these
