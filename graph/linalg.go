@@ -216,6 +216,82 @@ func (op triSolveOp) SymDiff(in G.Nodes, x, g *G.Node) (G.Nodes, error) {
 	return G.Nodes{gt, gb}, nil
 }
 
+// triSolveLowerOp is TriSolve of a lower-triangular T and a square B whose
+// lower triangle alone is read, the result's lower triangle alone kept.
+type triSolveLowerOp struct{ triOp }
+
+// TriSolveLower returns tril(op(L)⁻¹·tril(B)) for a lower-triangular n×n L
+// (op(L) = Lᵀ if trans) and an n×n B: B's strict upper triangle is not
+// read, and the result is zero above its diagonal. Without trans it is
+// L⁻¹B for a lower-triangular B, the whitened factor L⁻¹L_q of an
+// unwhitened variational family. Column j of the result depends on rows
+// j… of B alone, so it costs a third of TriSolve on the same shapes, and
+// so does its gradient, an instance of the same op.
+func TriSolveLower(l, b *G.Node, trans bool) (*G.Node, error) {
+	op, err := newTriOp("TriSolveLower", l, b, true, trans)
+	if err != nil {
+		return nil, err
+	}
+	if op.vec || op.k != op.n {
+		return nil, fmt.Errorf("graph.TriSolveLower: right-hand side of shape %v is not %d×%d", b.Shape(), op.n, op.n)
+	}
+	return applyOp(triSolveLowerOp{op}, l, b)
+}
+
+func (op triSolveLowerOp) String() string        { return op.label("TriSolveLower") }
+func (op triSolveLowerOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op triSolveLowerOp) Hashcode() uint32      { return hashOf(op) }
+
+func (op triSolveLowerOp) Do(vs ...G.Value) (G.Value, error) {
+	t, err := Float64s(vs[0])
+	if err != nil {
+		return nil, err
+	}
+	b, err := Float64s(vs[1])
+	if err != nil {
+		return nil, err
+	}
+	n := op.n
+	x := op.buf.take(n * n)
+	tr := blas.NoTrans
+	if op.trans {
+		tr = blas.Trans
+	}
+	if ownTriangular && gemm.TrsmLowerTo(tr, blas.NonUnit, n, 1, t, n, b, n, x, n) {
+		return op.buf.owned(tensor.Shape{n, n}, x), nil
+	}
+	for i := range n {
+		copy(x[i*n:i*n+i+1], b[i*n:i*n+i+1])
+		clear(x[i*n+i+1 : (i+1)*n])
+	}
+	blas64.Trsm(blas.Left, tr, 1,
+		blas64.Triangular{Uplo: blas.Lower, Diag: blas.NonUnit, N: n, Stride: n, Data: t},
+		blas64.General{Rows: n, Cols: n, Stride: n, Data: x})
+	for i := range n {
+		clear(x[i*n+i+1 : (i+1)*n])
+	}
+	return op.buf.owned(tensor.Shape{n, n}, x), nil
+}
+
+// SymDiff: with A = op(L) and P the projection on the lower triangle,
+// X = P A⁻¹ P B gives B̄ = P A⁻ᵀ P X̄ (this op, transposed) and
+// L̄ = −tril(B̄ Xᵀ), or −tril(X B̄ᵀ) when trans: the parts of A⁻ᵀ P X̄ and
+// A⁻¹ P B that P discards meet only zeros of X or B̄ in those products.
+func (op triSolveLowerOp) SymDiff(in G.Nodes, x, g *G.Node) (G.Nodes, error) {
+	gb, err := TriSolveLower(in[0], g, !op.trans)
+	if err != nil {
+		return nil, err
+	}
+	u, v := gb, x
+	if op.trans {
+		u, v = x, gb
+	}
+	gt, err := triProdScaled(u, v, true, -1)
+	return G.Nodes{gt, gb}, err
+}
+
+func (op triSolveLowerOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
 type triMulOp struct{ triOp }
 
 // TriMul returns op(T)·B, where T is lower- (lower) or upper-triangular,

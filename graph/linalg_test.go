@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -562,6 +563,50 @@ func TestTriSolveAdjointSignBits(t *testing.T) {
 			if math.Float64bits(a[i]) != math.Float64bits(b[i]) && !(a[i] == 0 && b[i] == 0) {
 				t.Fatalf("trans=%v: T̄[%d] = %v, −tri(…) = %v", trans, i, a[i], b[i])
 			}
+		}
+	}
+}
+
+// TriSolveLower is tril(op(L)⁻¹·tril(B)): against the composition of
+// TriMask and TriSolve, below and above the size the blocked code takes,
+// with B's upper triangle filled with values it must not read.
+func TestTriSolveLowerForward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 30))
+	for _, n := range []int{4, 13, 40, 97} {
+		for _, trans := range []bool{false, true} {
+			lv, bv := tri(rng, n, true), randMat(rng, n, n)
+			g := G.NewGraph()
+			L, B := matrix(g, "L", n, n, lv...), matrix(g, "B", n, n, bv...)
+			X := must(TriSolveLower(L, B, trans))
+			W := must(TriMask(must(TriSolve(L, must(TriMask(B, true, 1)), true, trans)), true, 1))
+			p := run(t, g, X, W)
+			x, _ := p.Float64s(X)
+			w, _ := p.Float64s(W)
+			for i := range x {
+				if math.Abs(x[i]-w[i]) > 1e-11*(1+math.Abs(w[i])) || (i%n > i/n && x[i] != 0) {
+					t.Fatalf("n=%d trans=%v: entry (%d,%d) = %v, want %v", n, trans, i/n, i%n, x[i], w[i])
+				}
+			}
+		}
+	}
+	g := G.NewGraph()
+	if _, err := TriSolveLower(matrix(g, "L", 3, 3, tri(rng, 3, true)...), matrix(g, "B", 3, 2, randMat(rng, 3, 2)...), false); err == nil {
+		t.Error("a 3×2 right-hand side was accepted")
+	}
+}
+
+// First and second order, for the unblocked (n = 4) and blocked (n = 21)
+// paths, with B's upper triangle not zero (its gradient there must be).
+func TestTriSolveLowerGrad(t *testing.T) {
+	for _, n := range []int{4, 21} {
+		for _, trans := range []bool{false, true} {
+			t.Run(fmt.Sprintf("n%d-trans%v", n, trans), func(t *testing.T) {
+				checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+					L := matrix(g, "L", n, n, tri(rng, n, true)...)
+					B := matrix(g, "B", n, n, randMat(rng, n, n)...)
+					return nonlinearCost(t, rng, must(TriSolveLower(L, B, trans))), G.Nodes{L, B}
+				})
+			})
 		}
 	}
 }

@@ -58,6 +58,7 @@ type triPlan struct {
 	mPad    int  // m rounded up to whole blocks: rows of a packed sliver
 	rev     bool // rows are taken in reverse order (a solve with op(T) upper)
 	lower   bool // op(T) is lower triangular (for a product)
+	triRHS  bool // B and the result are lower triangular (a solve with lower T)
 	blocks  int
 	coef    []float64
 	src     []float64 // B, read only when a strip is packed
@@ -101,9 +102,16 @@ func packedTri(solve bool, ul blas.Uplo, trans bool, d blas.Diag, m, n int, alph
 // dst (which may be src): B is read only to pack it, so a routine whose
 // result must not overwrite its input saves the copy it would make first.
 func packedTriTo(solve bool, ul blas.Uplo, trans bool, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) {
+	packedTriPlan(triPlan{solve: solve, m: m, n: n, src: src, lds: lds, b: dst, ldb: ldd}, ul, trans, d, alpha, a, lda)
+}
+
+// packedTriPlan runs the call p describes (its solve, shape, operands and
+// triRHS set).
+func packedTriPlan(p triPlan, ul blas.Uplo, trans bool, d blas.Diag, alpha float64, a []float64, lda int) {
+	m, n := p.m, p.n
 	opLower := (ul == blas.Lower) != trans
-	p := triPlan{solve: solve, m: m, n: n, mPad: roundUp(m, mr), src: src, lds: lds, b: dst, ldb: ldd, lower: opLower}
-	p.rev = solve && !opLower
+	p.mPad, p.lower = roundUp(m, mr), opLower
+	p.rev = p.solve && !opLower
 	unit := d == blas.Unit
 	p.blocks = p.mPad / mr
 	_, _, size := p.block(p.blocks)
@@ -111,7 +119,7 @@ func packedTriTo(solve bool, ul blas.Uplo, trans bool, d blas.Diag, m, n int, al
 	defer triPool.Put(coefBuf)
 	p.coef = *coefBuf
 	clear(p.coef)
-	if solve {
+	if p.solve {
 		p.solveCoef(a, lda, trans, unit, alpha)
 	} else {
 		p.productCoef(a, lda, trans, unit, alpha)
@@ -270,9 +278,15 @@ func (p *triPlan) strips(w, workers int) {
 		// nr, rows in solve order, zero columns past n.
 		for i := range p.m {
 			src := p.src[p.row(i)*p.lds+j0 : p.row(i)*p.lds+j0+nc]
+			if p.triRHS { // B's row r is read up to column r
+				src = src[:max(0, min(nc, p.row(i)+1-j0))]
+			}
 			for q := 0; q*nr < nc; q++ {
+				if p.triRHS && !p.live(i, j0+(q&^1)*nr) {
+					continue // never read
+				}
 				dst := packed[(q*p.mPad+i)*nr : (q*p.mPad+i)*nr+nr]
-				if cols := min(nr, nc-q*nr); cols == nr {
+				if cols := max(0, min(nr, len(src)-q*nr)); cols == nr {
 					copy8(dst, src[q*nr:q*nr+nr])
 				} else {
 					clear(dst)
@@ -292,11 +306,15 @@ func (p *triPlan) strips(w, workers int) {
 			if pair {
 				sl1 = packed[(q+1)*p.mPad*nr : (q+2)*p.mPad*nr]
 			}
-			for bi := range p.blocks {
+			bi0, bi1, ks := p.reach(j0 + q*nr)
+			for bi := bi0; bi < bi1; bi++ {
 				r0 := bi * mr
 				k0, kc, off := p.block(bi)
 				rows := min(mr, p.m-r0)
 				w := p.coef[off : off+mr*kc]
+				if ks > 0 { // rows of X above ks are zero in these columns
+					k0, kc, w = k0+ks, kc-ks, w[ks*mr:]
+				}
 				switch {
 				case pair && p.solve:
 					pairKernel(kc, w, sl[k0*nr:], sl1[k0*nr:], sl[r0*nr:], sl1[r0*nr:], nr, 1, true)
@@ -323,7 +341,14 @@ func (p *triPlan) strips(w, workers int) {
 			dst := p.b[p.row(i)*p.ldb+j0 : p.row(i)*p.ldb+j0+nc]
 			for q := 0; q*nr < nc; q++ {
 				cols := min(nr, nc-q*nr)
+				if p.triRHS && !p.live(i, j0+(q&^1)*nr) {
+					clear(dst[q*nr : q*nr+cols]) // a zero the blocks did not compute
+					continue
+				}
 				copy8(dst[q*nr:q*nr+cols], packed[(q*p.mPad+i)*nr:(q*p.mPad+i)*nr+cols])
+			}
+			if p.triRHS { // the result's other triangle is zero, not what the blocks left there
+				clear(dst[max(0, min(nc, p.row(i)+1-j0)):])
 			}
 		}
 	}
@@ -348,4 +373,32 @@ func (p *triPlan) single(q, r0, k0, kc, rows, nc, j0 int, w, sl, tile []float64)
 	for r := range rows {
 		copy(p.b[off+r*p.ldb:off+r*p.ldb+cols], tile[r*nr:r*nr+cols])
 	}
+}
+
+// reach returns the blocks [bi0, bi1) a sliver (pair) whose first column is
+// j must go through, and how many leading rows of the coefficient panels
+// (in solve order) it may skip. With a lower-triangular B and result, X's
+// rows above j are zero in columns j…: a solve with op(T) lower starts at
+// j's block and skips the zero rows' columns of the panels, one with
+// op(T) = Lᵀ (rows reversed) stops after row j's block. Otherwise all.
+func (p *triPlan) reach(j int) (bi0, bi1, ks int) {
+	if !p.triRHS {
+		return 0, p.blocks, 0
+	}
+	if !p.rev {
+		bi0 = min(j, p.m) / mr
+		return bi0, p.blocks, bi0 * mr
+	}
+	if j >= p.m {
+		return 0, 0, 0
+	}
+	return 0, (p.m-1-j)/mr + 1, 0
+}
+
+// live reports whether row i (in solve order) of a sliver (pair) whose
+// first column is j is read or computed by its blocks (see reach); with a
+// triangular B the others are zeros, neither packed nor copied back.
+func (p *triPlan) live(i, j int) bool {
+	bi0, bi1, ks := p.reach(j)
+	return i >= max(ks, bi0*mr) && i < bi1*mr
 }

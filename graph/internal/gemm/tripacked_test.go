@@ -29,6 +29,11 @@ func TestPackedTriMatchesGonum(t *testing.T) {
 func BenchmarkTriPacked(bm *testing.B) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, sh := range [][2]int{{100, 200}, {100, 100}, {300, 1024}, {300, 300}} {
+		if sh[0] == sh[1] {
+			bm.Run(fmt.Sprintf("trsmLower/%dx%d", sh[0], sh[1]), func(bm *testing.B) {
+				benchTrsmLower(bm, sh[0])
+			})
+		}
 		m, n := sh[0], sh[1]
 		a := randSlice(r, m*m)
 		for i := 0; i < m; i++ {
@@ -130,5 +135,74 @@ func TestTriangularToMatchesInPlace(t *testing.T) {
 	}
 	if TrsmTo(blas.Lower, blas.NoTrans, blas.NonUnit, 100, 1, 1, make([]float64, 100*100), 100, make([]float64, 100), 1, make([]float64, 100), 1) {
 		t.Error("a single column was taken (the level-2 routine is faster)")
+	}
+}
+
+// TrsmLowerTo is tril(op(L)⁻¹·alpha·tril(B)): against gonum's full solve of
+// the masked B, masked, at shapes with and without partial blocks and
+// strips, with B's upper triangle filled with values it must not read.
+func TestTrsmLowerMatchesMaskedSolve(t *testing.T) {
+	if KernelName == "go" {
+		t.Skip("no assembly kernel: the callers mask and call gonum")
+	}
+	r := rand.New(rand.NewPCG(47, 48))
+	for _, m := range []int{7, 13, 40, 97, 131, 300} {
+		for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+			for _, alpha := range []float64{1, -0.5} {
+				lda, lds, ldd := m+r.IntN(3), m+r.IntN(3), m+r.IntN(3)
+				a := randSlice(r, m*lda)
+				for i := range m {
+					a[i*lda+i] = 2 + r.Float64()
+					for j := range i {
+						a[i*lda+j] *= 0.3 / math.Sqrt(float64(m))
+					}
+				}
+				src := randSlice(r, m*lds)
+				want := make([]float64, m*m)
+				for i := range m {
+					copy(want[i*m:i*m+i+1], src[i*lds:i*lds+i+1])
+				}
+				gonum.Implementation{}.Dtrsm(blas.Left, blas.Lower, tA, blas.NonUnit, m, m, alpha, a, lda, want, m)
+				dst := randSlice(r, m*ldd)
+				pad := slices.Clone(dst)
+				if !TrsmLowerTo(tA, blas.NonUnit, m, alpha, a, lda, src, lds, dst, ldd) {
+					if m > 40 {
+						t.Fatalf("m=%d: declined", m)
+					}
+					continue
+				}
+				for i := range m {
+					for j := range ldd {
+						g := dst[i*ldd+j]
+						var w float64
+						switch {
+						case j >= m:
+							w = pad[i*ldd+j]
+						case j <= i:
+							w = want[i*m+j]
+						}
+						if math.Abs(g-w) > 1e-11*(1+math.Abs(w)) || (j > i && j < m && g != 0) {
+							t.Fatalf("m=%d %v alpha=%v: X[%d,%d] = %g, want %g", m, tA, alpha, i, j, g, w)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func benchTrsmLower(bm *testing.B, m int) {
+	r := rand.New(rand.NewPCG(9, 12))
+	a := randSlice(r, m*m)
+	for i := range m {
+		a[i*m+i] = 3
+	}
+	src, dst := randSlice(r, m*m), make([]float64, m*m)
+	for _, tr := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+		bm.Run(fmt.Sprintf("%c", tr), func(bm *testing.B) {
+			for range bm.N {
+				TrsmLowerTo(tr, blas.NonUnit, m, 1, a, m, src, m, dst, m)
+			}
+		})
 	}
 }

@@ -57,6 +57,25 @@ func TrmmTo(ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float6
 	return true
 }
 
+// TrsmLowerTo computes tril(op(L)⁻¹·alpha·tril(B)) for a lower-triangular
+// m×m L and an m×m B read from src (its strict upper triangle is not read),
+// writing the lower-triangular result, zeros above the diagonal, to dst
+// (which may be src), and reports true; for arguments the blocked code does
+// not take it does nothing and reports false. Column j of the result
+// depends on rows j… alone, so the solve skips the zero rows: a third of
+// a full solve's multiply-adds. It is the whitened factor L⁻¹L_q of an
+// unwhitened variational family, and (transposed) that factor's gradient.
+func TrsmLowerTo(tA blas.Transpose, d blas.Diag, m int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) bool {
+	if alpha == 0 || !blockedLeft(blas.Left, blas.Lower, tA, d, m, m, lda, lds, len(a), len(src)) ||
+		ldd < max(1, m) || len(dst) < ldd*(m-1)+m {
+		return false
+	}
+	defer start().done()
+	packedTriPlan(triPlan{solve: true, triRHS: true, m: m, n: m, src: src, lds: lds, b: dst, ldb: ldd},
+		blas.Lower, tA != blas.NoTrans, d, alpha, a, lda)
+	return true
+}
+
 // vectorLeft reports whether a left-side triangular routine has a single
 // right-hand column, which the level-2 routines handle 3.5–8× faster than
 // the packed path or gonum's Dtrsm (m = 300, one core: a solve 18–21 µs
