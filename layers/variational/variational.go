@@ -291,7 +291,7 @@ func (p *Posterior) Build(s *layers.Scope) (*Built, error) {
 		}
 		raw := e.Do(s.Raw(p.LRaw[c]))
 		logDiag := e.Do(graph.Diag(raw))
-		lq := e.Do(G.Add(e.Do(graph.TriMask(raw, true, 0)), e.Do(graph.DiagMatrix(e.Do(G.Exp(logDiag))))))
+		lq := e.Do(graph.ExpDiagLower(raw))
 		m := e.Do(s.Raw(p.Mean[c]))
 		if e.Err != nil {
 			return nil, fmt.Errorf("variational: latent function %d: %w", c, e.Err)
@@ -304,7 +304,7 @@ func (p *Posterior) Build(s *layers.Scope) (*Built, error) {
 			mm = e.Do(graph.TriSolve(lk, m, true, false))
 			ll = e.Do(graph.TriSolveLower(lk, lq, false)) // lower: a third of a full solve
 		}
-		quad := e.Do(G.Add(e.Do(G.Sum(e.Do(G.Square(mm)))), e.Do(G.Sum(e.Do(G.Square(ll))))))
+		quad := e.Do(G.Add(e.Do(graph.SumSquares(mm)), e.Do(graph.SumSquares(ll))))
 		kl := e.Do(G.Sub(quad, logDetS))
 		if logDetK != nil {
 			kl = e.Do(G.Add(kl, logDetK))
