@@ -98,3 +98,25 @@ func BenchmarkCholGrad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCholesky times the factorisation at the factor sizes of the
+// papers' steps (M = 100 and 300).
+func BenchmarkCholesky(b *testing.B) {
+	for _, n := range []int{100, 300} {
+		b.Run(fmt.Sprintf("n%d", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			g := G.NewGraph()
+			out := must(Cholesky(matrix(g, "A", n, n, spd(rng, n)...)))
+			p, err := Compile(g, out)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			for b.Loop() {
+				if err := p.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -111,6 +111,11 @@ func dgemmSum(workers, m, n int, terms []Term, beta float64, c []float64, ldc in
 
 // products is dgemmSum computing only the tiles of C that reach tri.
 func products(workers int, tri triangle, m, n int, terms []Term, beta float64, c []float64, ldc int) {
+	productsOf(workers, tri, false, m, n, terms, beta, c, ldc)
+}
+
+// productsOf is products, writing no element of C outside tri if exact.
+func productsOf(workers int, tri triangle, exact bool, m, n int, terms []Term, beta float64, c []float64, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -126,6 +131,10 @@ func products(workers int, tri triangle, m, n int, terms []Term, beta float64, c
 	if beta != 1 && !set {
 		for i := 0; i < m; i++ {
 			row := c[i*ldc : i*ldc+n]
+			if exact {
+				lo, hi := tri.span(i, 0, n)
+				row = row[lo:max(lo, hi)]
+			}
 			if beta == 0 {
 				clear(row)
 				continue
@@ -144,13 +153,13 @@ func products(workers int, tri triangle, m, n int, terms []Term, beta float64, c
 	p := plan(m, n, k, workers)
 	if workers = min(workers, p.mBlocks*p.nBlocks); workers <= 1 {
 		// On the caller's stack: a small product allocates nothing.
-		j := job{p: p, c: c, ldc: ldc, set: set, tri: tri}
+		j := job{p: p, c: c, ldc: ldc, set: set, tri: tri, exact: exact}
 		j.workSerial(terms)
 		return
 	}
 	// The goroutines share the job, so it and its terms live on the heap;
 	// the copy keeps the caller's terms (often a literal) off it.
-	job := &job{p: p, c: c, ldc: ldc, set: set, tri: tri}
+	job := &job{p: p, c: c, ldc: ldc, set: set, tri: tri, exact: exact}
 	shared := append([]Term(nil), terms...)
 	var wg sync.WaitGroup
 	wg.Add(workers - 1)
@@ -302,12 +311,15 @@ func plan(m, n, k, workers int) blocking {
 // because C reaches the micro-kernel (an indirect call, which the compiler
 // assumes keeps what it is given) and a job's fields escape together.
 type job struct {
-	p    blocking
-	c    []float64
-	ldc  int
-	set  bool // beta = 0: the first k block stores instead of adding
-	tri  triangle
-	next atomic.Int64
+	p   blocking
+	c   []float64
+	ldc int
+	set bool // beta = 0: the first k block stores instead of adding
+	tri triangle
+	// exact: no element of C outside tri is written (Dsyrk), where a
+	// tile across the diagonal otherwise writes all of itself.
+	exact bool
+	next  atomic.Int64
 }
 
 // triangle selects the part of C a product computes: all of it, or only
@@ -330,6 +342,30 @@ func (t triangle) needs(i, rows, j, cols int) bool {
 		return j+cols-1 >= i
 	}
 	return true
+}
+
+// inside reports whether the whole rows×cols block at (i, j) lies in the
+// triangle (diagonal included).
+func (t triangle) inside(i, rows, j, cols int) bool {
+	switch t {
+	case lowerTri:
+		return j+cols-1 <= i
+	case upperTri:
+		return j >= i+rows-1
+	}
+	return true
+}
+
+// span returns the columns [lo, hi), relative to c, of row i's part of a
+// block of cols columns at c that lie in the triangle.
+func (t triangle) span(i, c, cols int) (lo, hi int) {
+	switch t {
+	case lowerTri:
+		return 0, max(0, min(cols, i-c+1))
+	case upperTri:
+		return min(cols, max(0, i-c)), cols
+	}
+	return 0, cols
 }
 
 // kBlock is the k step for a term of depth k: at most kcMax, evenly split.
@@ -445,7 +481,7 @@ func (j *job) block(buf *buffers, alpha float64, i0, mc, j0, nc, kc int, set boo
 				rows := min(mr, mc-ir)
 				n0 := j.tri.needs(i0+ir, rows, j0+jr, nr)
 				n1 := j.tri.needs(i0+ir, rows, j0+jr+nr, nr)
-				if rows == mr && n0 && n1 {
+				if rows == mr && n0 && n1 && (!j.exact || j.tri.inside(i0+ir, rows, j0+jr, 2*nr)) {
 					off := (i0+ir)*j.ldc + j0 + jr
 					pairKernel(kc, as, b0, b1, j.c[off:], j.c[off+nr:], j.ldc, alpha, set)
 					continue
@@ -475,16 +511,24 @@ func (j *job) block(buf *buffers, alpha float64, i0, mc, j0, nc, kc int, set boo
 // tile adds (or stores) one register tile, rows×cols at (i, c) of C.
 func (j *job) tile(buf *buffers, alpha float64, as, bs []float64, i, rows, c, cols, kc int, set bool) {
 	off := i*j.ldc + c
-	if rows == mr && cols == nr {
+	exact := j.exact && !j.tri.inside(i, rows, c, cols)
+	if rows == mr && cols == nr && !exact {
 		microKernel(kc, as, bs, j.c[off:], j.ldc, alpha, set)
 		return
 	}
-	// Edge tile: compute into a scratch tile, then store or add the valid
-	// part.
+	// Edge tile, or one across the diagonal of an exact triangle: compute
+	// into a scratch tile, then store or add the valid part.
 	microKernel(kc, as, bs, buf.tile[:], nr, alpha, true)
 	for r := 0; r < rows; r++ {
-		cr := j.c[off+r*j.ldc : off+r*j.ldc+cols]
-		tl := buf.tile[r*nr : r*nr+cols]
+		lo, hi := 0, cols
+		if exact { // the triangle's part of the row
+			lo, hi = j.tri.span(i+r, c, cols)
+		}
+		if lo >= hi {
+			continue
+		}
+		cr := j.c[off+r*j.ldc+lo : off+r*j.ldc+hi]
+		tl := buf.tile[r*nr+lo : r*nr+hi]
 		if set {
 			copy(cr, tl)
 			continue

@@ -786,3 +786,41 @@ func TestRank1TriBitsMatchBlocked(t *testing.T) {
 		}
 	}
 }
+
+// Dsyrk writes the chosen triangle as gonum's does, within rounding, and
+// not one element outside it (nor the padding), for both triangles and
+// transposes, beta 0, 1 and another, alpha 0 and not, under and over the packing threshold.
+func TestDsyrkMatchesGonum(t *testing.T) {
+	r := rand.New(rand.NewPCG(49, 50))
+	for trial := range 200 {
+		n, k := []int{1, 5, 7, 13, 64, 100, 131}[r.IntN(7)], []int{0, 1, 7, 64, 300}[r.IntN(5)]
+		ul := []blas.Uplo{blas.Lower, blas.Upper}[r.IntN(2)]
+		tr := []blas.Transpose{blas.NoTrans, blas.Trans}[r.IntN(2)]
+		alpha, beta := []float64{1, -1, 0.5, 0}[r.IntN(4)], []float64{0, 1, 0.3}[r.IntN(3)]
+		rowsA, colsA := n, k
+		if tr == blas.Trans {
+			rowsA, colsA = k, n
+		}
+		lda, ldc := max(1, colsA)+r.IntN(3), n+r.IntN(3)
+		a := randSlice(r, max(0, lda*(rowsA-1)+colsA))
+		c := randSlice(r, ldc*(n-1)+n)
+		want, got := slices.Clone(c), slices.Clone(c)
+		gonum.Implementation{}.Dsyrk(ul, tr, n, k, alpha, a, lda, beta, want, ldc)
+		Implementation{}.Dsyrk(ul, tr, n, k, alpha, a, lda, beta, got, ldc)
+		for i := range n {
+			for j := range ldc {
+				if i == n-1 && j >= n {
+					break
+				}
+				in := j < n && ((ul == blas.Lower && j <= i) || (ul == blas.Upper && j >= i))
+				g, w := got[i*ldc+j], want[i*ldc+j]
+				if !in && math.Float64bits(g) != math.Float64bits(c[i*ldc+j]) {
+					t.Fatalf("trial %d n=%d k=%d %v %v: C[%d,%d] outside the triangle changed", trial, n, k, ul, tr, i, j)
+				}
+				if in && !(math.Abs(g-w) <= 1e-12*(1+math.Abs(w))) {
+					t.Fatalf("trial %d n=%d k=%d %v %v alpha=%v beta=%v: C[%d,%d] = %v, gonum %v", trial, n, k, ul, tr, alpha, beta, i, j, g, w)
+				}
+			}
+		}
+	}
+}
