@@ -86,3 +86,94 @@ func (op addNOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 }
 
 func (op addNOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+// addOuterOp is Σ_i X_i + op(a)·op(b) where the product is an outer one
+// (inner dimension 1): the sum in one pass over memory, where the product
+// written out and then added read and wrote the m×n matrix three times
+// (the gradient of a minibatch's kernel matrix, 300×1024, has one from
+// the predictive mean beside the variance's).
+type addOuterOp struct {
+	pureOp
+	k     int      // plain addends, first in the arguments
+	outer matMulOp // the outer product of the last two arguments
+}
+
+// outerProduct reports whether n is a MatMul with inner dimension 1.
+func outerProduct(n *G.Node) (matMulOp, bool) {
+	op, ok := n.Op().(matMulOp)
+	return op, ok && op.k == 1
+}
+
+// addOuter returns the sum of xs (same-shaped matrices) and the outer
+// product node p (see outerProduct), as one op.
+func addOuter(xs G.Nodes, p *G.Node) (*G.Node, error) {
+	op, ok := outerProduct(p)
+	if !ok || len(xs) == 0 {
+		return nil, fmt.Errorf("graph: addOuter of %v", p.Op())
+	}
+	for _, x := range xs {
+		if !sameShape(x.Shape(), tensor.Shape{op.m, op.n}) {
+			return nil, fmt.Errorf("graph: adding %v to the %dx%d outer product %v", x.Shape(), op.m, op.n, op)
+		}
+	}
+	return applyOp(addOuterOp{k: len(xs), outer: op}, append(append(G.Nodes(nil), xs...), children(p)...)...)
+}
+
+func (op addOuterOp) Arity() int { return op.k + 2 }
+func (op addOuterOp) Type() hm.Type {
+	ins := make([]int, op.k+2)
+	for i := range ins {
+		ins[i] = 2
+	}
+	return fnType(2, ins...)
+}
+func (op addOuterOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.outer.m, op.outer.n}, nil
+}
+func (op addOuterOp) String() string        { return fmt.Sprintf("AddOuter%d(%v)", op.k, op.outer) }
+func (op addOuterOp) WriteHash(h hash.Hash) { writeHash(h, op) }
+func (op addOuterOp) Hashcode() uint32      { return hashOf(op) }
+func (op addOuterOp) DiffWRT(int) []bool {
+	d := make([]bool, op.k+2)
+	for i := range d {
+		d[i] = true
+	}
+	return d
+}
+
+func (op addOuterOp) Do(vs ...G.Value) (G.Value, error) {
+	in, err := op.buf.inputs(vs)
+	if err != nil {
+		return nil, err
+	}
+	m, n := op.outer.m, op.outer.n
+	u, v := in[op.k], in[op.k+1] // an m-vector and an n-vector, whichever the layout
+	out := op.buf.take(m * n)
+	multiplyAdds.Add(int64(m) * int64(n))
+	for i := range m {
+		row := out[i*n : (i+1)*n]
+		copy(row, in[0][i*n:(i+1)*n])
+		for _, x := range in[1:op.k] {
+			for j, xv := range x[i*n : (i+1)*n] {
+				row[j] += xv
+			}
+		}
+		ui := u[i]
+		for j, vj := range v[:n] {
+			row[j] += float64(ui * vj) // the product rounded, as written out and added
+		}
+	}
+	return op.buf.owned(tensor.Shape{m, n}, out), nil
+}
+
+// SymDiff: each addend receives the gradient, the factors the product's.
+func (op addOuterOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
+	grads := make(G.Nodes, op.k, op.k+2)
+	for i := range grads {
+		grads[i] = g
+	}
+	gp, err := op.outer.SymDiff(in[op.k:], nil, g)
+	return append(grads, gp...), err
+}
+
+func (op addOuterOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -42,5 +43,49 @@ func TestAddN(t *testing.T) {
 	}
 	if v, err := p.Scalar(sc); err != nil || v != 3.5 {
 		t.Fatalf("scalar AddN = %v (%v), want 3.5", v, err)
+	}
+}
+
+// A gradient that sums one outer product with other contributions is one
+// AddOuter op: its values are, to the last bit, the AddN of the product
+// and the others it replaced, and its gradients pass the
+// finite-difference checks at both orders.
+func TestAddOuter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	for _, ta := range []bool{false, true} {
+		for _, tb := range []bool{false, true} {
+			m, n := 5, 7
+			av, bv := randMat(rng, m, 1), randMat(rng, n, 1)
+			x1, x2 := randMat(rng, m, n), randMat(rng, m, n)
+			g := G.NewGraph()
+			A, B := matrix(g, "a", m, 1, av...), matrix(g, "b", n, 1, bv...)
+			if ta {
+				A = matrix(g, "a", 1, m, av...)
+			}
+			if !tb {
+				B = matrix(g, "b", 1, n, bv...)
+			}
+			X1, X2 := matrix(g, "X1", m, n, x1...), matrix(g, "X2", m, n, x2...)
+			P := must(MatMul(A, B, ta, tb))
+			fused := must(addOuter(G.Nodes{X1, X2}, P))
+			plain := must(AddN(X1, X2, P))
+			p := run(t, g, fused, plain)
+			f, _ := p.Float64s(fused)
+			w, _ := p.Float64s(plain)
+			if !slices.Equal(f, w) {
+				t.Fatalf("ta=%v tb=%v: AddOuter differs from AddN", ta, tb)
+			}
+			checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+				A, B := matrix(g, "a", m, 1, randMat(rng, m, 1)...), matrix(g, "b", n, 1, randMat(rng, n, 1)...)
+				if ta {
+					A = matrix(g, "a", 1, m, randMat(rng, m, 1)...)
+				}
+				if !tb {
+					B = matrix(g, "b", 1, n, randMat(rng, n, 1)...)
+				}
+				X := matrix(g, "X", m, n, randMat(rng, m, n)...)
+				return nonlinearCost(t, rng, must(addOuter(G.Nodes{X}, must(MatMul(A, B, ta, tb))))), G.Nodes{A, B, X}
+			})
+		}
 	}
 }

@@ -201,6 +201,9 @@ func addAll(ns G.Nodes) (*G.Node, error) {
 			if err != nil {
 				return nil, err
 			}
+			if p, rest := oneOuter(ns); p != nil {
+				return addOuter(rest, p)
+			}
 			return sumWithAddend(ns)
 		}
 	}
@@ -219,6 +222,31 @@ func addAll(ns G.Nodes) (*G.Node, error) {
 		ns = next
 	}
 	return ns[0], nil
+}
+
+// oneOuter returns the one outer product among ns and the others, when
+// there is exactly one, there are others, and none of them would take the
+// rest as an addend itself (sumWithAddend); otherwise nil.
+func oneOuter(ns G.Nodes) (*G.Node, G.Nodes) {
+	var p *G.Node
+	var rest G.Nodes
+	for _, n := range ns {
+		if _, ok := outerProduct(n); ok {
+			if p != nil {
+				return nil, nil
+			}
+			p = n
+			continue
+		}
+		if takesAddend(n) {
+			return nil, nil
+		}
+		rest = append(rest, n)
+	}
+	if p == nil || len(rest) == 0 {
+		return nil, nil
+	}
+	return p, rest
 }
 
 // sumWithAddend adds same-shaped contributions: when one is the adjoint of
