@@ -201,6 +201,9 @@ func addAll(ns G.Nodes) (*G.Node, error) {
 			if err != nil {
 				return nil, err
 			}
+			if ns, err = sumOfTriangles(ns); err != nil {
+				return nil, err
+			}
 			if p, rest := oneOuter(ns); p != nil {
 				return addOuter(rest, p)
 			}

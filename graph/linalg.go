@@ -399,6 +399,14 @@ func (op triProdOp) Do(vs ...G.Value) (G.Value, error) {
 		gemm.DgemmTri(op.lower, false, true, m, k, op.alpha, u, k, v, k, c, m)
 		return op.buf.owned(tensor.Shape{m, m}, c), nil
 	}
+	op.into(u, v, c)
+	return op.buf.owned(tensor.Shape{m, m}, c), nil
+}
+
+// into computes the product into c (m×m) through the installed BLAS, one
+// row panel at a time: the path without gpc's kernel.
+func (op triProdOp) into(u, v, c []float64) {
+	m, k := op.m, op.k
 	clear(c)
 	h := triProdPanel
 	if m < 2*h {
@@ -423,7 +431,6 @@ func (op triProdOp) Do(vs ...G.Value) (G.Value, error) {
 			}
 		}
 	}
-	return op.buf.owned(tensor.Shape{m, m}, c), nil
 }
 
 // SymDiff: with C = α·tri(U Vᵀ), Ū = α·tri(C̄)·V and V̄ = α·tri(C̄)ᵀ·U, products

@@ -219,6 +219,24 @@ func DgemmTriTerm(lower bool, m int, t Term, c []float64, ldc int) {
 	}
 }
 
+// DgemmTriSum is DgemmTriTerm of a sum of terms, each block of C kept in
+// cache while every term is accumulated into it (see DgemmSum).
+func DgemmTriSum(lower bool, m int, terms []Term, c []float64, ldc int) {
+	defer start().done()
+	tri := upperTri
+	if lower {
+		tri = lowerTri
+	}
+	products(Procs(), tri, m, m, terms, 0, c, ldc)
+	for i := 0; i < m; i++ { // the diagonal tiles' spill, as DgemmTriTerm
+		if lower {
+			clear(c[i*ldc+i+1 : i*ldc+m])
+		} else {
+			clear(c[i*ldc : i*ldc+i])
+		}
+	}
+}
+
 // rank1Tri is DgemmTriTerm for K = 1, an outer product's triangle, written
 // directly: packing a 300×1 factor for the blocked loops cost 145 µs a call
 // where the triangle's 45 000 products take about 20. Each element is
