@@ -147,10 +147,22 @@ func (op addOuterOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	m, n := op.outer.m, op.outer.n
-	u, v := in[op.k], in[op.k+1] // an m-vector and an n-vector, whichever the layout
 	out := op.buf.take(m * n)
 	multiplyAdds.Add(int64(m) * int64(n))
-	for i := range m {
+	cost := 0.5 * float64(op.k+1) // memory-bound, as AddN
+	if splits(m*n, n, cost) {
+		parallelFor(m*n, n, cost, func(lo, hi int) { op.rows(in, out, lo/n, hi/n) })
+	} else {
+		op.rows(in, out, 0, m)
+	}
+	return op.buf.owned(tensor.Shape{m, n}, out), nil
+}
+
+// rows computes rows [lo, hi) of the sum into out.
+func (op addOuterOp) rows(in [][]float64, out []float64, lo, hi int) {
+	n := op.outer.n
+	u, v := in[op.k], in[op.k+1] // an m-vector and an n-vector, whichever the layout
+	for i := lo; i < hi; i++ {
 		row := out[i*n : (i+1)*n]
 		copy(row, in[0][i*n:(i+1)*n])
 		for _, x := range in[1:op.k] {
@@ -163,7 +175,6 @@ func (op addOuterOp) Do(vs ...G.Value) (G.Value, error) {
 			row[j] += float64(ui * vj) // the product rounded, as written out and added
 		}
 	}
-	return op.buf.owned(tensor.Shape{m, n}, out), nil
 }
 
 // SymDiff: each addend receives the gradient, the factors the product's.

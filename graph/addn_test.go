@@ -55,6 +55,9 @@ func TestAddOuter(t *testing.T) {
 	for _, ta := range []bool{false, true} {
 		for _, tb := range []bool{false, true} {
 			m, n := 5, 7
+			if ta && tb {
+				m, n = 300, 1024 // in chunks on more than one core
+			}
 			av, bv := randMat(rng, m, 1), randMat(rng, n, 1)
 			x1, x2 := randMat(rng, m, n), randMat(rng, m, n)
 			g := G.NewGraph()
@@ -75,6 +78,7 @@ func TestAddOuter(t *testing.T) {
 			if !slices.Equal(f, w) {
 				t.Fatalf("ta=%v tb=%v: AddOuter differs from AddN", ta, tb)
 			}
+			m, n = 5, 7
 			checkBoth(t, func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
 				A, B := matrix(g, "a", m, 1, randMat(rng, m, 1)...), matrix(g, "b", n, 1, randMat(rng, n, 1)...)
 				if ta {
