@@ -202,3 +202,27 @@ func ExampleWeightedDot() {
 	fmt.Println(a, b)
 	// Output: [0.5 4.5] [0.5 0.5 0.5 2.5]
 }
+
+// An unwhitened variational family's KL trace term ‖L_k⁻¹L_q‖²_F = tr(K⁻¹S):
+// L_q from free parameters (strict lower triangle as is, exp on the
+// diagonal), the whitened factor by the lower-triangular solve, and the
+// squared Frobenius norm in one pass. With K = 4I and S = diag(1, 4) the
+// trace is (1 + 4)/4.
+func ExampleTriSolveLower() {
+	g := G.NewGraph()
+	raw := G.NewMatrix(g, G.Float64, G.WithShape(2, 2), G.WithName("raw"),
+		G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{0, 9, 0, math.Log(2)}))))
+	lk := G.NewMatrix(g, G.Float64, G.WithShape(2, 2), G.WithName("Lk"),
+		G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{2, 0, 0, 2}))))
+	lq, _ := graph.ExpDiagLower(raw) // the 9 above the diagonal is not read
+	w, _ := graph.TriSolveLower(lk, lq, false)
+	tr, _ := graph.SumSquares(w)
+	prog, _ := graph.Compile(g, tr)
+	if err := prog.Run(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	v, _ := prog.Float64s(tr)
+	fmt.Printf("%.4f\n", v[0])
+	// Output: 1.2500
+}
