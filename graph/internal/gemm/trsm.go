@@ -36,24 +36,22 @@ func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 // caller copies B to dst and calls Dtrsm. It saves an op whose result
 // must not overwrite its input the copy, a pass over B.
 func TrsmTo(ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) bool {
-	if alpha == 0 || n == 1 || !blockedLeft(blas.Left, ul, tA, d, m, n, lda, lds, len(a), len(src)) ||
-		ldd < max(1, n) || len(dst) < ldd*(m-1)+n {
-		return false
-	}
-	defer start().done()
-	packedTriTo(true, ul, tA != blas.NoTrans, d, m, n, alpha, a, lda, src, lds, dst, ldd)
-	return true
+	return triTo(true, ul, tA, d, m, n, alpha, a, lda, src, lds, dst, ldd)
 }
 
 // TrmmTo computes alpha·op(T)·B like Dtrmm (side Left) with B read from
 // src and the result written to dst; see TrsmTo.
 func TrmmTo(ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) bool {
+	return triTo(false, ul, tA, d, m, n, alpha, a, lda, src, lds, dst, ldd)
+}
+
+func triTo(solve bool, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) bool {
 	if alpha == 0 || n == 1 || !blockedLeft(blas.Left, ul, tA, d, m, n, lda, lds, len(a), len(src)) ||
 		ldd < max(1, n) || len(dst) < ldd*(m-1)+n {
 		return false
 	}
 	defer start().done()
-	packedTriTo(false, ul, tA != blas.NoTrans, d, m, n, alpha, a, lda, src, lds, dst, ldd)
+	packedTriTo(solve, ul, tA != blas.NoTrans, d, m, n, alpha, a, lda, src, lds, dst, ldd)
 	return true
 }
 
