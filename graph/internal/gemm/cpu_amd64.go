@@ -39,6 +39,22 @@ func hasAVX2FMA() bool {
 //go:noescape
 func kernel6x8(kc int, a, b, c *float64, ldc int, alpha float64, set bool)
 
+// copyGroups8 copies n groups of 8 doubles, the g-th from
+// src[g·srcStride:] to dst[g·dstStride:]: the triangular routines' packing
+// of a row into slivers and their copy back. Implemented in
+// kernel_amd64.s.
+//
+//go:noescape
+func copyGroups8(dst *float64, dstStride int, src *float64, srcStride int, n int)
+
+func asmGroups8(dst []float64, dstStride int, src []float64, srcStride int, n int) {
+	if n > 0 {
+		_ = dst[(n-1)*dstStride+7] // the bounds the assembly does not check
+		_ = src[(n-1)*srcStride+7]
+		copyGroups8(&dst[0], dstStride, &src[0], srcStride, n)
+	}
+}
+
 // hasAVX512F reports whether the CPU has AVX-512 Foundation and the OS
 // saves the opmask and all 32 ZMM registers' state.
 func hasAVX512F() bool {
@@ -68,6 +84,7 @@ var noAVX512 = os.Getenv("GPC_GEMM") == "avx2"
 func init() {
 	if hasAVX2FMA() {
 		microKernel = asmKernel
+		groups8 = asmGroups8
 		KernelName = "avx2-fma"
 	}
 	if hasAVX512F() && !noAVX512 {

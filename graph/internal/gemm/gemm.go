@@ -670,9 +670,7 @@ func packB(t *Term, dst []float64, j0, nc, p0, kc int) {
 		full := nc - nc%nr
 		for q := 0; q < kc; q++ {
 			src := t.B[(p0+q)*t.LDB+j0 : (p0+q)*t.LDB+j0+nc]
-			for s := 0; s < full; s += nr {
-				copy8(dst[s*kc+q*nr:s*kc+q*nr+nr], src[s:s+nr])
-			}
+			groups8(dst[q*nr:], nr*kc, src, nr, full/nr)
 			if full < nc {
 				copy8(dst[full*kc+q*nr:full*kc+q*nr+nc-full], src[full:])
 			}
@@ -695,6 +693,17 @@ func packBScaled(t *Term, dst []float64, j0, nc, p0, kc int) {
 		return
 	}
 	packBRows(t, dst, j0, nc, p0, kc, s)
+}
+
+// groups8 moves whole slivers: nr must be 8.
+var _ = [1]int{}[nr-8]
+
+// groups8 copies n groups of 8 doubles from src[g·srcStride:] to
+// dst[g·dstStride:]; the assembly version where the kernel runs.
+var groups8 = func(dst []float64, dstStride int, src []float64, srcStride int, n int) {
+	for g := range n {
+		copy8(dst[g*dstStride:g*dstStride+8], src[g*srcStride:g*srcStride+8])
+	}
 }
 
 // copy8 copies up to 8 elements; the runtime's memmove costs more than the

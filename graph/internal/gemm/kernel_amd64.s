@@ -122,3 +122,31 @@ storeset:
 	ROWSET(Y10, Y11)
 	VZEROUPPER
 	RET
+
+// func copyGroups8(dst *float64, dstStride int, src *float64, srcStride int, n int)
+// copies n groups of 8 doubles, the g-th from src[g·srcStride:] to
+// dst[g·dstStride:] (strides in elements).
+TEXT ·copyGroups8(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ dstStride+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ srcStride+24(FP), R9
+	MOVQ n+32(FP), CX
+	SHLQ $3, R8
+	SHLQ $3, R9
+	TESTQ CX, CX
+	JE   cgdone
+
+cgloop:
+	VMOVUPD (SI), Y0
+	VMOVUPD 32(SI), Y1
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	ADDQ R9, SI
+	ADDQ R8, DI
+	DECQ CX
+	JNE  cgloop
+
+cgdone:
+	VZEROUPPER
+	RET

@@ -276,11 +276,19 @@ func (p *triPlan) strips(w, workers int) {
 		nc := min(p.nc, p.n-j0)
 		// Pack the strip: sliver q holds columns j0+q·nr… as mPad rows of
 		// nr, rows in solve order, zero columns past n.
+		full := nc / nr // whole slivers
 		for i := range p.m {
 			src := p.src[p.row(i)*p.lds+j0 : p.row(i)*p.lds+j0+nc]
-			if p.triRHS { // B's row r is read up to column r
-				src = src[:max(0, min(nc, p.row(i)+1-j0))]
+			if !p.triRHS { // the whole slivers in one call, the partial one below
+				groups8(packed[i*nr:], p.mPad*nr, src, nr, full)
+				if full*nr < nc {
+					dst := packed[(full*p.mPad+i)*nr : (full*p.mPad+i)*nr+nr]
+					clear(dst)
+					copy(dst, src[full*nr:])
+				}
+				continue
 			}
+			src = src[:max(0, min(nc, p.row(i)+1-j0))] // B's row r is read up to column r
 			for q := 0; q*nr < nc; q++ {
 				if p.triRHS && !p.live(i, j0+(q&^1)*nr) {
 					continue // never read
@@ -339,6 +347,13 @@ func (p *triPlan) strips(w, workers int) {
 		}
 		for i := range p.m {
 			dst := p.b[p.row(i)*p.ldb+j0 : p.row(i)*p.ldb+j0+nc]
+			if !p.triRHS {
+				groups8(dst, nr, packed[i*nr:], p.mPad*nr, full)
+				if full*nr < nc {
+					copy(dst[full*nr:], packed[(full*p.mPad+i)*nr:(full*p.mPad+i)*nr+nc-full*nr])
+				}
+				continue
+			}
 			for q := 0; q*nr < nc; q++ {
 				cols := min(nr, nc-q*nr)
 				if p.triRHS && !p.live(i, j0+(q&^1)*nr) {
