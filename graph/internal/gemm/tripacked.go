@@ -290,7 +290,7 @@ func (p *triPlan) strips(w, workers int) {
 			}
 			src = src[:max(0, min(nc, p.row(i)+1-j0))] // B's row r is read up to column r
 			for q := 0; q*nr < nc; q++ {
-				if p.triRHS && !p.live(i, j0+(q&^1)*nr) {
+				if !p.live(i, j0+(q&^1)*nr) {
 					continue // never read
 				}
 				dst := packed[(q*p.mPad+i)*nr : (q*p.mPad+i)*nr+nr]
@@ -302,11 +302,10 @@ func (p *triPlan) strips(w, workers int) {
 				}
 			}
 		}
-		// Slivers outside, blocks of rows inside: a sliver pair (kc×2nr)
-		// stays in L1 while the blocks' coefficient panels (mr wide)
-		// stream from L2, the blocked product's order. The other nesting
-		// streamed the slivers, 2.7 times the bytes per multiply-add, from
-		// L2 for every block.
+		// Slivers outside, blocks of rows inside (the blocked product's
+		// order: a sliver pair stays in L1 while the coefficient panels
+		// stream; at these sizes no faster than the other nesting), so
+		// that a lower-triangular B's zero rows are skipped per sliver.
 		for q := 0; q*nr < nc; {
 			pair := pairKernel != nil && (q+2)*nr <= nc
 			sl := packed[q*p.mPad*nr : (q+1)*p.mPad*nr]
