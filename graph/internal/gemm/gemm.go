@@ -189,46 +189,31 @@ func DgemmTri(lower, tA, tB bool, m, k int, alpha float64, a []float64, lda int,
 // dimension).
 func DgemmTriTerm(lower bool, m int, t Term, c []float64, ldc int) {
 	defer start().done()
-	tri := upperTri
-	if lower {
-		tri = lowerTri
-	}
 	if t.K == 1 && t.Alpha != 0 {
 		rank1Tri(lower, m, &t, c, ldc)
 		return
 	}
-	if m > 0 && t.live() {
-		ts := [1]Term{t}
-		products(Procs(), tri, m, m, ts[:], 0, c, ldc)
-	}
-	// The tiles on the diagonal wrote a little of the other triangle, and
-	// the skipped ones nothing at all.
-	for i := 0; i < m; i++ {
-		if lower {
-			clear(c[i*ldc+i+1 : i*ldc+m])
-		} else {
-			clear(c[i*ldc : i*ldc+i])
-		}
-		if !t.live() {
-			if lower {
-				clear(c[i*ldc : i*ldc+i+1])
-			} else {
-				clear(c[i*ldc+i : i*ldc+m])
-			}
-		}
-	}
+	ts := [1]Term{t}
+	triSum(lower, m, ts[:], c, ldc)
 }
 
 // DgemmTriSum is DgemmTriTerm of a sum of terms, each block of C kept in
 // cache while every term is accumulated into it (see DgemmSum).
 func DgemmTriSum(lower bool, m int, terms []Term, c []float64, ldc int) {
 	defer start().done()
+	triSum(lower, m, terms, c, ldc)
+}
+
+// triSum is DgemmTriSum without the timing. With no live term products
+// clears all of C; otherwise the tiles on the diagonal wrote a little of
+// the other triangle, and the skipped ones nothing at all.
+func triSum(lower bool, m int, terms []Term, c []float64, ldc int) {
 	tri := upperTri
 	if lower {
 		tri = lowerTri
 	}
 	products(Procs(), tri, m, m, terms, 0, c, ldc)
-	for i := 0; i < m; i++ { // the diagonal tiles' spill, as DgemmTriTerm
+	for i := 0; i < m; i++ {
 		if lower {
 			clear(c[i*ldc+i+1 : i*ldc+m])
 		} else {

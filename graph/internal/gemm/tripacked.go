@@ -95,14 +95,7 @@ func (p *triPlan) row(i int) int {
 // for a left-side triangular T, in place. Arguments are valid
 // (blockedLeft).
 func packedTri(solve bool, ul blas.Uplo, trans bool, d blas.Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
-	packedTriTo(solve, ul, trans, d, m, n, alpha, a, lda, b, ldb, b, ldb)
-}
-
-// packedTriTo is packedTri reading B from src and writing the result to
-// dst (which may be src): B is read only to pack it, so a routine whose
-// result must not overwrite its input saves the copy it would make first.
-func packedTriTo(solve bool, ul blas.Uplo, trans bool, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) {
-	packedTriPlan(triPlan{solve: solve, m: m, n: n, src: src, lds: lds, b: dst, ldb: ldd}, ul, trans, d, alpha, a, lda)
+	packedTriPlan(triPlan{solve: solve, m: m, n: n, src: b, lds: ldb, b: b, ldb: ldb}, ul, trans, d, alpha, a, lda)
 }
 
 // packedTriPlan runs the call p describes (its solve, shape, operands and
@@ -277,28 +270,16 @@ func (p *triPlan) strips(w, workers int) {
 		// Pack the strip: sliver q holds columns j0+q·nr… as mPad rows of
 		// nr, rows in solve order, zero columns past n.
 		full := nc / nr // whole slivers
-		for i := range p.m {
-			src := p.src[p.row(i)*p.lds+j0 : p.row(i)*p.lds+j0+nc]
-			if !p.triRHS { // the whole slivers in one call, the partial one below
-				groups8(packed[i*nr:], p.mPad*nr, src, nr, full)
+		if p.triRHS {
+			p.packLower(packed, j0, nc)
+		} else {
+			for i := range p.m {
+				src := p.src[p.row(i)*p.lds+j0 : p.row(i)*p.lds+j0+nc]
+				groups8(packed[i*nr:], p.mPad*nr, src, nr, full) // the partial sliver below
 				if full*nr < nc {
 					dst := packed[(full*p.mPad+i)*nr : (full*p.mPad+i)*nr+nr]
 					clear(dst)
 					copy(dst, src[full*nr:])
-				}
-				continue
-			}
-			src = src[:max(0, min(nc, p.row(i)+1-j0))] // B's row r is read up to column r
-			for q := 0; q*nr < nc; q++ {
-				if !p.live(i, j0+(q&^1)*nr) {
-					continue // never read
-				}
-				dst := packed[(q*p.mPad+i)*nr : (q*p.mPad+i)*nr+nr]
-				if cols := max(0, min(nr, len(src)-q*nr)); cols == nr {
-					copy8(dst, src[q*nr:q*nr+nr])
-				} else {
-					clear(dst)
-					copy(dst, src[q*nr:q*nr+cols])
 				}
 			}
 		}
@@ -344,25 +325,15 @@ func (p *triPlan) strips(w, workers int) {
 		if !p.solve {
 			continue
 		}
+		if p.triRHS {
+			p.unpackLower(packed, j0, nc)
+			continue
+		}
 		for i := range p.m {
 			dst := p.b[p.row(i)*p.ldb+j0 : p.row(i)*p.ldb+j0+nc]
-			if !p.triRHS {
-				groups8(dst, nr, packed[i*nr:], p.mPad*nr, full)
-				if full*nr < nc {
-					copy(dst[full*nr:], packed[(full*p.mPad+i)*nr:(full*p.mPad+i)*nr+nc-full*nr])
-				}
-				continue
-			}
-			for q := 0; q*nr < nc; q++ {
-				cols := min(nr, nc-q*nr)
-				if p.triRHS && !p.live(i, j0+(q&^1)*nr) {
-					clear(dst[q*nr : q*nr+cols]) // a zero the blocks did not compute
-					continue
-				}
-				copy8(dst[q*nr:q*nr+cols], packed[(q*p.mPad+i)*nr:(q*p.mPad+i)*nr+cols])
-			}
-			if p.triRHS { // the result's other triangle is zero, not what the blocks left there
-				clear(dst[max(0, min(nc, p.row(i)+1-j0)):])
+			groups8(dst, nr, packed[i*nr:], p.mPad*nr, full)
+			if full*nr < nc {
+				copy(dst[full*nr:], packed[(full*p.mPad+i)*nr:(full*p.mPad+i)*nr+nc-full*nr])
 			}
 		}
 	}
@@ -409,10 +380,51 @@ func (p *triPlan) reach(j int) (bi0, bi1, ks int) {
 	return 0, (p.m-1-j)/mr + 1, 0
 }
 
-// live reports whether row i (in solve order) of a sliver (pair) whose
-// first column is j is read or computed by its blocks (see reach); with a
-// triangular B the others are zeros, neither packed nor copied back.
-func (p *triPlan) live(i, j int) bool {
+// liveRows returns the rows [lo, hi), in solve order, that the blocks of a
+// sliver (pair) whose first column is j read or compute (see reach); with
+// a triangular B the others are zeros, neither packed nor copied back.
+func (p *triPlan) liveRows(j int) (lo, hi int) {
 	bi0, bi1, ks := p.reach(j)
-	return i >= max(ks, bi0*mr) && i < bi1*mr
+	return max(ks, bi0*mr), min(bi1*mr, p.m)
+}
+
+// packLower packs a strip of a lower-triangular B sliver by sliver: row r
+// is read up to column r, and only a sliver's live rows are written.
+func (p *triPlan) packLower(packed []float64, j0, nc int) {
+	for q := 0; q*nr < nc; q++ {
+		lo, hi := p.liveRows(j0 + (q&^1)*nr)
+		for i := lo; i < hi; i++ {
+			r := p.row(i)
+			cols := max(0, min(nr, nc-q*nr, r+1-j0-q*nr))
+			dst := packed[(q*p.mPad+i)*nr : (q*p.mPad+i)*nr+nr]
+			at := r*p.lds + j0 + q*nr
+			if cols == nr {
+				copy8(dst, p.src[at:at+nr])
+				continue
+			}
+			clear(dst)
+			copy(dst, p.src[at:at+cols])
+		}
+	}
+}
+
+// unpackLower copies a solved strip back, zeros where the blocks computed
+// nothing and above the diagonal (not what the blocks left there).
+func (p *triPlan) unpackLower(packed []float64, j0, nc int) {
+	for q := 0; q*nr < nc; q++ {
+		lo, hi := p.liveRows(j0 + (q&^1)*nr)
+		cols := min(nr, nc-q*nr)
+		for i := range p.m {
+			dst := p.b[p.row(i)*p.ldb+j0+q*nr : p.row(i)*p.ldb+j0+q*nr+cols]
+			if i < lo || i >= hi {
+				clear(dst)
+				continue
+			}
+			copy8(dst, packed[(q*p.mPad+i)*nr:(q*p.mPad+i)*nr+cols])
+		}
+	}
+	for i := range p.m {
+		r := p.row(i)
+		clear(p.b[r*p.ldb+j0+max(0, min(nc, r+1-j0)) : r*p.ldb+j0+nc])
+	}
 }

@@ -36,22 +36,24 @@ func (impl Implementation) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d
 // caller copies B to dst and calls Dtrsm. It saves an op whose result
 // must not overwrite its input the copy, a pass over B.
 func TrsmTo(ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) bool {
-	return triTo(true, ul, tA, d, m, n, alpha, a, lda, src, lds, dst, ldd)
+	return triTo(triPlan{solve: true, m: m, n: n, src: src, lds: lds, b: dst, ldb: ldd}, ul, tA, d, alpha, a, lda)
 }
 
 // TrmmTo computes alpha·op(T)·B like Dtrmm (side Left) with B read from
 // src and the result written to dst; see TrsmTo.
 func TrmmTo(ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) bool {
-	return triTo(false, ul, tA, d, m, n, alpha, a, lda, src, lds, dst, ldd)
+	return triTo(triPlan{m: m, n: n, src: src, lds: lds, b: dst, ldb: ldd}, ul, tA, d, alpha, a, lda)
 }
 
-func triTo(solve bool, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) bool {
-	if alpha == 0 || n == 1 || !blockedLeft(blas.Left, ul, tA, d, m, n, lda, lds, len(a), len(src)) ||
-		ldd < max(1, n) || len(dst) < ldd*(m-1)+n {
+// triTo runs the call p describes (operands, shape, solve and triRHS
+// set) if the blocked code takes it, and reports whether it did.
+func triTo(p triPlan, ul blas.Uplo, tA blas.Transpose, d blas.Diag, alpha float64, a []float64, lda int) bool {
+	if alpha == 0 || p.n == 1 || !blockedLeft(blas.Left, ul, tA, d, p.m, p.n, lda, p.lds, len(a), len(p.src)) ||
+		p.ldb < max(1, p.n) || len(p.b) < p.ldb*(p.m-1)+p.n {
 		return false
 	}
 	defer start().done()
-	packedTriTo(solve, ul, tA != blas.NoTrans, d, m, n, alpha, a, lda, src, lds, dst, ldd)
+	packedTriPlan(p, ul, tA != blas.NoTrans, d, alpha, a, lda)
 	return true
 }
 
@@ -64,14 +66,7 @@ func triTo(solve bool, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, a
 // a full solve's multiply-adds. It is the whitened factor L⁻¹L_q of an
 // unwhitened variational family, and (transposed) that factor's gradient.
 func TrsmLowerTo(tA blas.Transpose, d blas.Diag, m int, alpha float64, a []float64, lda int, src []float64, lds int, dst []float64, ldd int) bool {
-	if alpha == 0 || !blockedLeft(blas.Left, blas.Lower, tA, d, m, m, lda, lds, len(a), len(src)) ||
-		ldd < max(1, m) || len(dst) < ldd*(m-1)+m {
-		return false
-	}
-	defer start().done()
-	packedTriPlan(triPlan{solve: true, triRHS: true, m: m, n: m, src: src, lds: lds, b: dst, ldb: ldd},
-		blas.Lower, tA != blas.NoTrans, d, alpha, a, lda)
-	return true
+	return triTo(triPlan{solve: true, triRHS: true, m: m, n: m, src: src, lds: lds, b: dst, ldb: ldd}, blas.Lower, tA, d, alpha, a, lda)
 }
 
 // vectorLeft reports whether a left-side triangular routine has a single
