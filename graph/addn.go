@@ -163,13 +163,8 @@ func (op addOuterOp) rows(in [][]float64, out []float64, lo, hi int) {
 	n := op.outer.n
 	u, v := in[op.k], in[op.k+1] // an m-vector and an n-vector, whichever the layout
 	for i := lo; i < hi; i++ {
+		addRange(out, in[:op.k], i*n, (i+1)*n) // the addends, row by row while it is in cache
 		row := out[i*n : (i+1)*n]
-		copy(row, in[0][i*n:(i+1)*n])
-		for _, x := range in[1:op.k] {
-			for j, xv := range x[i*n : (i+1)*n] {
-				row[j] += xv
-			}
-		}
 		ui := u[i]
 		for j, vj := range v[:n] {
 			row[j] += float64(ui * vj) // the product rounded, as written out and added

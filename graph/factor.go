@@ -52,13 +52,24 @@ func (op expDiagLowerOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	n := op.n
 	out := op.buf.take(n * n)
+	lowerExpDiag(out, x, x, nil, n)
+	return op.buf.owned(tensor.Shape{n, n}, out), nil
+}
+
+// lowerExpDiag sets out (n×n) to src's strict lower triangle, with
+// s_ii·exp(x_ii) on the diagonal (exp(x_ii) when s is nil) and zeros above:
+// ExpDiagLower's value (src = x) and its adjoint (src = s = g).
+func lowerExpDiag(out, src, x, s []float64, n int) {
 	for i := range n {
 		row := out[i*n : (i+1)*n]
-		copy(row[:i], x[i*n:i*n+i])
-		row[i] = math.Exp(x[i*n+i]) // as Gorgonia's Exp, which the composition used
+		copy(row[:i], src[i*n:i*n+i])
+		d := math.Exp(x[i*n+i]) // as Gorgonia's Exp, which the composition used
+		if s != nil {
+			d = s[i*n+i] * d
+		}
+		row[i] = d
 		clear(row[i+1:])
 	}
-	return op.buf.owned(tensor.Shape{n, n}, out), nil
 }
 
 // SymDiff: the Jacobian is diagonal, 1 on the strict lower triangle and
@@ -94,12 +105,7 @@ func (op expDiagLowerGradOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	n := op.n
 	out := op.buf.take(n * n)
-	for i := range n {
-		row := out[i*n : (i+1)*n]
-		copy(row[:i], g[i*n:i*n+i])
-		row[i] = g[i*n+i] * math.Exp(x[i*n+i])
-		clear(row[i+1:])
-	}
+	lowerExpDiag(out, g, x, g, n)
 	return op.buf.owned(tensor.Shape{n, n}, out), nil
 }
 
