@@ -84,16 +84,7 @@ func BenchmarkCholGrad(b *testing.B) {
 				if fused {
 					out = must(cholGrad(L, gl))
 				}
-				p, err := Compile(g, out)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer p.Close()
-				for b.Loop() {
-					if err := p.Run(); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchRun(b, g, out)
 			})
 		}
 	}
@@ -107,16 +98,21 @@ func BenchmarkCholesky(b *testing.B) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			g := G.NewGraph()
 			out := must(Cholesky(matrix(g, "A", n, n, spd(rng, n)...)))
-			p, err := Compile(g, out)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
-			for b.Loop() {
-				if err := p.Run(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchRun(b, g, out)
 		})
+	}
+}
+
+// benchRun times running the compiled program of g that computes out.
+func benchRun(b *testing.B, g *G.ExprGraph, out *G.Node) {
+	p, err := Compile(g, out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	for b.Loop() {
+		if err := p.Run(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
