@@ -159,52 +159,7 @@ const intPowBlock = 64
 // intPow sets out = scale·x^p (times g elementwise when g is not nil),
 // multiplying in the order of binary exponentiation, so that the value
 // is the per-element loop's bit for bit.
-func intPow(out, x, g []float64, p int, scale float64) {
-	var r, b [intPowBlock]float64
-	for lo := 0; lo < len(x); lo += intPowBlock {
-		xs := x[lo:min(lo+intPowBlock, len(x))]
-		n := len(xs)
-		rs, bs := r[:n], b[:n]
-		copy(bs, xs)
-		first := true // r is 1 until the first set bit
-		for e := p; e > 0; e >>= 1 {
-			if e&1 == 1 {
-				if first {
-					copy(rs, bs)
-					first = false
-				} else {
-					for i := range rs {
-						rs[i] *= bs[i]
-					}
-				}
-			}
-			if e > 1 {
-				for i := range bs {
-					bs[i] *= bs[i]
-				}
-			}
-		}
-		if first {
-			for i := range rs {
-				rs[i] = 1
-			}
-		}
-		os := out[lo : lo+n]
-		switch {
-		case g != nil:
-			gs := g[lo : lo+n]
-			for i := range os {
-				os[i] = rs[i] * gs[i] * scale
-			}
-		case scale != 1:
-			for i := range os {
-				os[i] = rs[i] * scale
-			}
-		default:
-			copy(os, rs)
-		}
-	}
-}
+func intPow(out, x, g []float64, p int, scale float64) { intPowShift(out, x, g, p, 0, scale) }
 
 // intPowGradOp computes p·x^(p−1)·g, IntPow's adjoint.
 type intPowGradOp struct {

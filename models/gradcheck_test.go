@@ -35,13 +35,18 @@ func TestELBOGradients(t *testing.T) {
 
 // Compositions beyond the presets: the sampled input model, the non-sparse
 // posterior (Z = X fixed), a binary likelihood under first-order noise and
-// whitened shared inducing inputs.
+// whitened shared inducing inputs, and the polynomial kernel (the MNIST
+// tables') under MGP and under NIMGP_FO, which differentiates through the
+// kernel's gradient.
 func TestELBOGradientsCompositions(t *testing.T) {
 	full := Options{Model: "svgp", Posterior: PosteriorOptions{Family: "full"}}
 	sampled := Options{Inputs: InputOptions{Model: "sampled"}}
 	foLogit := Options{Likelihood: LikelihoodOptions{Name: "logit"}, Inputs: InputOptions{Model: "first-order"}}
 	whitened := Options{Model: "nimgp", Posterior: PosteriorOptions{Whitened: true, SharedZ: true}}
-	for name, o := range map[string]Options{"svgp-full": full, "sampled": sampled, "first-order-logit": foLogit, "nimgp-whitened-shared": whitened} {
+	poly := KernelOptions{Name: "poly"}
+	mgpPoly, foPoly := Options{Model: "mgp", Kernel: poly}, Options{Model: "nimgp-fo", Kernel: poly}
+	for name, o := range map[string]Options{"svgp-full": full, "sampled": sampled, "first-order-logit": foLogit, "nimgp-whitened-shared": whitened,
+		"mgp-poly": mgpPoly, "nimgp-fo-poly": foPoly} {
 		for order := 1; order <= 2; order++ {
 			rep, err := CheckGradients(o, order, 2)
 			if err != nil {

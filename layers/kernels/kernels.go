@@ -340,22 +340,24 @@ func NewPolynomial(name string, degree, d int, lengthscale, variance, noise floa
 func (k *Polynomial) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 	e := &graph.Chain{}
 	dot := e.Do(k.weightedDot(s, x, z))
-	dot = e.Do(graph.IntPow(e.Do(G.Add(dot, G.NewConstant(1.0))), k.Degree))
+	return k.power(s, e, dot)
+}
+
+// power returns σ²(q + 1)^p for the weighted inner products q, one op
+// (graph.PowAffine) where an addition, a power and a scaling were three.
+func (k *Polynomial) power(s *layers.Scope, e *graph.Chain, q *G.Node) (*G.Node, error) {
+	v := e.Do(s.Node(k.Variance))
 	if e.Err != nil {
 		return nil, e.Err
 	}
-	return k.amplitudeTimes(s, dot)
+	return graph.PowAffine(q, v, 1, k.Degree)
 }
 
 // Diag implements Kernel.
 func (k *Polynomial) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) {
 	e := &graph.Chain{}
 	q := e.Do(k.weightedSqNorms(s, x))
-	q = e.Do(graph.IntPow(e.Do(G.Add(q, G.NewConstant(1.0))), k.Degree))
-	if e.Err != nil {
-		return nil, e.Err
-	}
-	return k.amplitudeTimes(s, q)
+	return k.power(s, e, q)
 }
 
 // Linear is k(x,z) = Σ_j x_j z_j / ℓ_j (ARD weights 1/ℓ_j, no separate amplitude).
