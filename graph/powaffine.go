@@ -138,14 +138,7 @@ func (op powAffineOp) SymDiff(in G.Nodes, out, gy *G.Node) (G.Nodes, error) {
 	} else {
 		gx = e.Do(powAffine(x, v, f, op.shift, op.p-1, op.scale*float64(op.p)))
 	}
-	a, b := gy, out
-	if s := out.Shape(); len(s) != 2 { // RowReduce wants rows
-		a, b = e.Do(Reshape(gy, tensor.Shape{1, s.TotalSize()})), e.Do(Reshape(out, tensor.Shape{1, s.TotalSize()}))
-	}
-	if e.Err != nil {
-		return nil, e.Err
-	}
-	gv := e.Do(G.Div(e.Do(G.Sum(e.Do(RowReduce(product, a, b)))), v))
+	gv := e.Do(G.Div(e.Do(Inner(gy, out)), v))
 	grads := G.Nodes{gx, gv}
 	if op.withG {
 		grads = append(grads, e.Do(powAffine(x, v, gy, op.shift, op.p, op.scale)))

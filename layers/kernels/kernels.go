@@ -6,7 +6,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -214,21 +213,6 @@ func (a ARD) constantDiag(s *layers.Scope, x *G.Node) (*G.Node, error) {
 	return graph.BroadcastTo(v, tensor.Shape{x.Shape()[0]}, []int{0})
 }
 
-// scaledSqDist returns ‖(x−z)/√ℓ‖² for all pairs.
-func (a ARD) scaledSqDist(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
-	xs, err := a.Scale(s, x)
-	if err != nil {
-		return nil, err
-	}
-	zs := xs
-	if z != x {
-		if zs, err = a.Scale(s, z); err != nil {
-			return nil, err
-		}
-	}
-	return graph.SqDist(xs, zs)
-}
-
 // SE is the squared-exponential kernel with ARD,
 // k(x,z) = σ² exp(−½ Σ_j (x_j−z_j)²/ℓ_j).
 type SE struct{ ARD }
@@ -271,54 +255,22 @@ func NewMatern(name string, nu float64, d int, lengthscale, variance, noise floa
 	return &Matern{newARD(name, d, lengthscale, variance, noise), nu}, nil
 }
 
-// K implements Kernel.
+// K implements Kernel: σ² f(r) with r² = ‖x‖²_w + ‖z‖²_w − 2 x·diag(w)·z
+// (w = 1/ℓ) from the weighted products, as SE's K, and f evaluated by
+// graph.Matern in one op.
 func (k *Matern) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
-	d2, err := k.scaledSqDist(s, x, z)
-	if err != nil {
-		return nil, err
+	e := &graph.Chain{}
+	cross := e.Do(k.weightedDot(s, x, z))
+	xx := e.Do(k.weightedSqNorms(s, x))
+	zz := xx
+	if z != x {
+		zz = e.Do(k.weightedSqNorms(s, z))
 	}
-	// r = √(d² + 1e-12): at r = 0 the square root's derivative is infinite
-	// while the kernel's is finite; the offset changes k by ~1e-12.
-	r, err := G.Add(d2, G.NewConstant(1e-12))
-	if err != nil {
-		return nil, err
+	v := e.Do(s.Node(k.Variance))
+	if e.Err != nil {
+		return nil, e.Err
 	}
-	if r, err = G.Sqrt(r); err != nil {
-		return nil, err
-	}
-	c := 3.0
-	if k.Nu == 2.5 {
-		c = 5.0
-	}
-	sr, err := G.HadamardProd(r, G.NewConstant(sqrt(c)))
-	if err != nil {
-		return nil, err
-	}
-	poly, err := G.Add(sr, G.NewConstant(1.0))
-	if err != nil {
-		return nil, err
-	}
-	if k.Nu == 2.5 {
-		t, err := G.HadamardProd(d2, G.NewConstant(5.0/3))
-		if err != nil {
-			return nil, err
-		}
-		if poly, err = G.Add(poly, t); err != nil {
-			return nil, err
-		}
-	}
-	e, err := G.Neg(sr)
-	if err != nil {
-		return nil, err
-	}
-	if e, err = graph.Exp(e); err != nil {
-		return nil, err
-	}
-	kk, err := G.HadamardProd(poly, e)
-	if err != nil {
-		return nil, err
-	}
-	return k.amplitudeTimes(s, kk)
+	return graph.Matern(k.Nu, cross, xx, zz, v)
 }
 
 // Diag implements Kernel.
@@ -459,5 +411,3 @@ func allParams(ks []Kernel) []*layers.Param {
 	}
 	return ps
 }
-
-func sqrt(x float64) float64 { return math.Sqrt(x) }
