@@ -8,6 +8,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // maternOffset keeps r = √(d + maternOffset) away from 0, where r's
@@ -130,8 +132,8 @@ func (op maternOp) rows(in [][]float64, out []float64, lo, hi int, r []float64) 
 	for i := lo; i < hi; i++ {
 		row, ci := out[i*m:(i+1)*m], c[i*m:(i+1)*m]
 		xi := xx[i]
-		for j, cij := range ci[:len(row)] {
-			d := max(0, (xi+zz[j])-cij*2)
+		for j := gemm.RootDist(r, row, ci, zz, xi, a); j < len(row); j++ {
+			d := max(0, (xi+zz[j])-ci[j]*2) // bit for bit RootDist's lanes
 			r[j] = math.Sqrt(d + maternOffset)
 			row[j] = -a * r[j]
 		}

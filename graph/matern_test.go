@@ -135,3 +135,32 @@ func TestMaternLimits(t *testing.T) {
 		t.Fatal("the fourth derivative was built")
 	}
 }
+
+// The fused kernels at the UCI shape (M = 300, a batch of 1024), value
+// and derivative forms, per op call, against the squared exponential's.
+func BenchmarkKernelOps(b *testing.B) {
+	const n, m = 300, 1024
+	rng := rand.New(rand.NewPCG(61, 62))
+	in := [][]float64{randMat(rng, n, m), randMat(rng, n, 1), randMat(rng, m, 1), {1.3}, randMat(rng, n, m)}
+	for i := range in[1] {
+		in[1][i] = 2 + in[1][i]*in[1][i]
+	}
+	for i := range in[2] {
+		in[2][i] = 2 + in[2][i]*in[2][i]
+	}
+	out := make([]float64, n*m)
+	r := make([]float64, m)
+	for _, op := range []maternOp{{nu: 2.5, scale: 1, n: n, m: m}, {nu: 2.5, order: 1, scale: -2, withG: true, n: n, m: m}, {nu: 1.5, scale: 1, n: n, m: m}} {
+		b.Run(op.String(), func(b *testing.B) {
+			for range b.N {
+				op.rows(in, out, 0, n, r)
+			}
+		})
+	}
+	b.Run("ExpQuad", func(b *testing.B) {
+		eq := [4][]float64{in[0], in[1], in[2], in[3]}
+		for range b.N {
+			expQuadRows(eq, out, m, 0, n)
+		}
+	})
+}

@@ -107,3 +107,8 @@ func asmKernel(kc int, a, b, c []float64, ldc int, alpha float64, set bool) {
 func expKernel(dst, src *float64, groups int, k *ExpConsts) int
 
 func init() { hasExpKernel = KernelName != "go" }
+
+// rootDistKernel is RootDist's loop, in rootdist_amd64.s.
+//
+//go:noescape
+func rootDistKernel(r, t, c, zz *float64, groups int, xi, a float64)
