@@ -213,6 +213,21 @@ func (a ARD) constantDiag(s *layers.Scope, x *G.Node) (*G.Node, error) {
 	return graph.BroadcastTo(v, tensor.Shape{x.Shape()[0]}, []int{0})
 }
 
+// distanceTerms returns what a stationary kernel's fused op takes: the
+// weighted cross products x·diag(w)·zᵀ, the weighted squared norms of x's
+// and z's rows (one node when z is x) and σ².
+func (a ARD) distanceTerms(s *layers.Scope, x, z *G.Node) (cross, xx, zz, v *G.Node, err error) {
+	e := &graph.Chain{}
+	cross = e.Do(a.weightedDot(s, x, z))
+	xx = e.Do(a.weightedSqNorms(s, x))
+	zz = xx
+	if z != x {
+		zz = e.Do(a.weightedSqNorms(s, z))
+	}
+	v = e.Do(s.Node(a.Variance))
+	return cross, xx, zz, v, e.Err
+}
+
 // SE is the squared-exponential kernel with ARD,
 // k(x,z) = σ² exp(−½ Σ_j (x_j−z_j)²/ℓ_j).
 type SE struct{ ARD }
@@ -224,16 +239,9 @@ func NewSE(name string, d int, lengthscale, variance, noise float64) *SE {
 
 // K implements Kernel: σ² exp(−½ (‖x‖²_w + ‖z‖²_w − 2 x·diag(w)·z)), w = 1/ℓ.
 func (k *SE) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
-	e := &graph.Chain{}
-	cross := e.Do(k.weightedDot(s, x, z))
-	xx := e.Do(k.weightedSqNorms(s, x))
-	zz := xx
-	if z != x {
-		zz = e.Do(k.weightedSqNorms(s, z))
-	}
-	v := e.Do(s.Node(k.Variance))
-	if e.Err != nil {
-		return nil, e.Err
+	cross, xx, zz, v, err := k.distanceTerms(s, x, z)
+	if err != nil {
+		return nil, err
 	}
 	return graph.ExpQuad(cross, xx, zz, v)
 }
@@ -259,16 +267,9 @@ func NewMatern(name string, nu float64, d int, lengthscale, variance, noise floa
 // (w = 1/ℓ) from the weighted products, as SE's K, and f evaluated by
 // graph.Matern in one op.
 func (k *Matern) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
-	e := &graph.Chain{}
-	cross := e.Do(k.weightedDot(s, x, z))
-	xx := e.Do(k.weightedSqNorms(s, x))
-	zz := xx
-	if z != x {
-		zz = e.Do(k.weightedSqNorms(s, z))
-	}
-	v := e.Do(s.Node(k.Variance))
-	if e.Err != nil {
-		return nil, e.Err
+	cross, xx, zz, v, err := k.distanceTerms(s, x, z)
+	if err != nil {
+		return nil, err
 	}
 	return graph.Matern(k.Nu, cross, xx, zz, v)
 }
