@@ -106,6 +106,52 @@ func ExampleExpQuad() {
 	// Output: 1.213061 1.213061
 }
 
+// The Matérn-5/2 kernel between x = (1, 0) and z = (0, 0) with unit
+// length-scales and variance 2: r = 1, K = 2(1 + √5 + 5/3)e^(−√5) (to the
+// 1e-12 offset under the square root).
+func ExampleMatern() {
+	g := G.NewGraph()
+	c := G.NewMatrix(g, G.Float64, G.WithShape(1, 1), G.WithName("c"), G.WithValue(tensor.New(tensor.WithShape(1, 1), tensor.WithBacking([]float64{0}))))
+	xx := G.NewVector(g, G.Float64, G.WithShape(1), G.WithName("xx"), G.WithValue(tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{1}))))
+	zz := G.NewVector(g, G.Float64, G.WithShape(1), G.WithName("zz"), G.WithValue(tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{0}))))
+	v := G.NewScalar(g, G.Float64, G.WithName("v"), G.WithValue(2.0))
+	k, err := graph.Matern(2.5, c, xx, zz, v)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	prog, _ := graph.Compile(g, k)
+	if err := prog.Run(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	got, _ := prog.Float64s(k)
+	s5 := math.Sqrt(5)
+	fmt.Printf("%.9f %.9f\n", got[0], 2*(1+s5+5.0/3)*math.Exp(-s5))
+	// Output: 1.047988218 1.047988218
+}
+
+// The polynomial kernel's σ²(q + 1)^p from inner products q: with σ² = 0.5,
+// p = 3 and q = (1, −1, 0.5), K = (4, 0, 1.6875).
+func ExamplePowAffine() {
+	g := G.NewGraph()
+	q := G.NewVector(g, G.Float64, G.WithShape(3), G.WithName("q"), G.WithValue(tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{1, -1, 0.5}))))
+	v := G.NewScalar(g, G.Float64, G.WithName("v"), G.WithValue(0.5))
+	k, err := graph.PowAffine(q, v, 1, 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	prog, _ := graph.Compile(g, k)
+	if err := prog.Run(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	got, _ := prog.Float64s(k)
+	fmt.Println(got)
+	// Output: [4 0 1.6875]
+}
+
 // A per-row function as one op: each row's softmax, for values that are
 // not differentiated (a predictive distribution, say).
 func ExampleRows() {
