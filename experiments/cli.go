@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,6 +44,10 @@ Several runners on one machine share its cores best with
 GOMAXPROCS=cores/runners set for each (two T11 runners on two cores: 10%
 more fits an hour with GOMAXPROCS=1).
 A lock stops a second runner on the same results file.
+--dry-run checks the spec and prints the grid's size (the shard's with
+--shard) and, when DIR holds results, how many of those runs are done and
+the CPU time the rest need at each method's median over its finished fits
+(read only: runners under way are not disturbed).
 splice rewrites the generated blocks of a markdown file (such as
 docs/REPRODUCTION.md): <!-- gpc:table DIR ID --> … <!-- gpc:end --> gets
 table ID of the results in DIR (relative to R, default .) with its computed
@@ -141,26 +146,30 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	runs := Expand(rs)
-	if *dry {
-		fmt.Fprintf(stdout, "%s: %d runs = %d data sets × %d settings × %d methods × %d splits (%s)\n",
-			rs.Name, len(runs), len(rs.Datasets), len(rs.Settings), len(rs.Methods), rs.Protocol.Splits, rs.Budget)
-		if sn > 1 {
-			n := 0
-			for _, r := range runs {
-				if r.shard(sn) == si {
-					n++
-				}
-			}
-			fmt.Fprintf(stdout, "shard %d/%d: %d of them\n", si, sn, n)
-		}
-		return 0
-	}
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("out", rs.Name)
 		if *quick {
 			dir += "-quick"
 		}
+	}
+	if *dry {
+		fmt.Fprintf(stdout, "%s: %d runs = %d data sets × %d settings × %d methods × %d splits (%s)\n",
+			rs.Name, len(runs), len(rs.Datasets), len(rs.Settings), len(rs.Methods), rs.Protocol.Splits, rs.Budget)
+		if sn > 1 {
+			runs = slices.DeleteFunc(runs, func(r Run) bool { return r.shard(sn) != si })
+			fmt.Fprintf(stdout, "shard %d/%d: %d of them\n", si, sn, len(runs))
+		}
+		// Read only: the results files of runners under way are not locked.
+		if files, _ := filepath.Glob(filepath.Join(dir, "results*.jsonl")); len(files) > 0 {
+			p, err := ReadProgress(dir, runs)
+			if err != nil {
+				fmt.Fprintf(stderr, "gpc experiment run: %v\n", err)
+				return 1
+			}
+			fmt.Fprintf(stdout, "in %s: %v\n", dir, p)
+		}
+		return 0
 	}
 	sum, err := Execute(ctx, rs, dir, RunConfig{Workers: *workers, DataDir: *dataDir, Log: stderr, Shard: si, Shards: sn})
 	var setup *SetupError
