@@ -167,6 +167,9 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "gpc experiment run: %v\n", err)
 				return 1
 			}
+			for _, w := range p.Warnings {
+				fmt.Fprintln(stderr, w)
+			}
 			fmt.Fprintf(stdout, "in %s: %v\n", dir, p)
 		}
 		return 0

@@ -27,6 +27,9 @@ type Progress struct {
 	// method's median, or at the median over all methods for a method with
 	// no finished fit; 0 when no fit has finished.
 	CPULeft float64
+	// Warnings name results lines that could not be read (file:line:
+	// reason), whose runs a runner would redo.
+	Warnings []string
 }
 
 // ReadProgress reads dir's results files (none is no progress, not an
@@ -36,7 +39,7 @@ func ReadProgress(dir string, runs []Run) (Progress, error) {
 	if err != nil {
 		return Progress{}, err
 	}
-	p := Progress{Total: len(runs), PerFit: map[string]float64{}}
+	p := Progress{Total: len(runs), PerFit: map[string]float64{}, Warnings: st.warnings()}
 	times := map[string][]float64{}
 	var all []float64
 	left := map[string]int{}

@@ -98,6 +98,18 @@ func TestDryRunPrintsProgress(t *testing.T) {
 	if got := run(); !strings.Contains(got, "1 of 12 done, 11 left") {
 		t.Fatalf("dry run: %s", got)
 	}
+	// A damaged line is named on stderr and its run counted as not done.
+	f, err := os.OpenFile(filepath.Join(dir, "results.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("{\"key\": \"" + runs[1].Key + "\", \"nll\": 0.5\n")
+	f.Close()
+	var out, errb strings.Builder
+	if code := Main([]string{"run", spec, "--out", dir, "--dry-run"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "1 of 12 done") ||
+		!strings.Contains(errb.String(), "results.jsonl:2:") {
+		t.Fatalf("damaged line: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
 	shard := runs[0].shard(2)
 	other := 3 - shard
 	inShard := 0
