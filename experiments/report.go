@@ -340,12 +340,7 @@ func (rp *reporter) statFor(rs []Result, metric string) stat {
 	if rp.s.Protocol.Uncertainty == "median2sd" && len(v) > 0 {
 		// The SVGP paper's Table 1: the median over folds ± 2 standard
 		// deviations over folds (its ambiguity A5, read this way).
-		sorted := slices.Sorted(slices.Values(v))
-		med := sorted[len(sorted)/2]
-		if len(sorted)%2 == 0 {
-			med = 0.5 * (sorted[len(sorted)/2-1] + sorted[len(sorted)/2])
-		}
-		st.mean, st.se = med, 2*st.se*math.Sqrt(float64(len(v)))
+		st.mean, st.se = median(v), 2*st.se*math.Sqrt(float64(len(v)))
 	}
 	if rp.s.Protocol.Uncertainty == "bootstrap" && len(rs) == 1 {
 		pts := rs[0].PointNLL

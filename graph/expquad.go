@@ -25,16 +25,27 @@ import (
 // as the unfused chain did: v·exp(((xx_i + zz_j) − 2c_ij)·(−½)). v̄ divides
 // by v, so v must be nonzero (a kernel variance is positive).
 func ExpQuad(c, xx, zz, v *G.Node) (*G.Node, error) {
+	if err := checkQuadArgs("ExpQuad", c, xx, zz, v); err != nil {
+		return nil, err
+	}
+	cs := c.Shape()
+	return applyOp(expQuadOp{n: cs[0], m: cs[1]}, c, xx, zz, v)
+}
+
+// checkQuadArgs checks what a fused stationary kernel (ExpQuad, Matern)
+// takes: an n×m matrix of weighted cross products, the n- and m-vectors of
+// weighted squared norms and a scalar variance, all float64.
+func checkQuadArgs(op string, c, xx, zz, v *G.Node) error {
 	cs, xs, zs := c.Shape(), xx.Shape(), zz.Shape()
 	if len(cs) != 2 || len(xs) != 1 || len(zs) != 1 || xs[0] != cs[0] || zs[0] != cs[1] || !v.Shape().IsScalar() {
-		return nil, fmt.Errorf("graph.ExpQuad: want an n×m matrix, an n-vector, an m-vector and a scalar, got %v, %v, %v and %v", cs, xs, zs, v.Shape())
+		return fmt.Errorf("graph.%s: want an n×m matrix, an n-vector, an m-vector and a scalar, got %v, %v, %v and %v", op, cs, xs, zs, v.Shape())
 	}
 	for _, a := range []*G.Node{c, xx, zz, v} {
 		if a.Dtype() != tensor.Float64 {
-			return nil, fmt.Errorf("graph.ExpQuad: %v has dtype %v, want float64", a.Name(), a.Dtype())
+			return fmt.Errorf("graph.%s: %v has dtype %v, want float64", op, a.Name(), a.Dtype())
 		}
 	}
-	return applyOp(expQuadOp{n: cs[0], m: cs[1]}, c, xx, zz, v)
+	return nil
 }
 
 type expQuadOp struct {

@@ -64,22 +64,28 @@ func nonlinearCost(t *testing.T, rng *rand.Rand, y *G.Node) *G.Node {
 func checkBoth(t *testing.T, build func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes)) {
 	t.Helper()
 	for order := 1; order <= 2; order++ {
-		g := G.NewGraph()
-		rng := rand.New(rand.NewPCG(7, 11))
-		cost, params := build(g, rng)
-		check := CheckGrad
-		if order == 2 {
-			check = CheckGrad2
-		}
-		rep, err := check(cost, params, CheckOptions{Seed: 3})
-		if err != nil {
-			t.Fatalf("order %d: %v", order, err)
-		}
-		if !(rep.MaxRelErr <= 1e-6) {
-			t.Errorf("order %d: worst %s", order, rep.Worst())
-		}
-		t.Logf("order %d: max relative error %.2e", order, rep.MaxRelErr)
+		checkOrder(t, build, order)
 	}
+}
+
+// checkOrder asserts finite-difference agreement at one order (1 or 2).
+func checkOrder(t *testing.T, build func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes), order int) {
+	t.Helper()
+	g := G.NewGraph()
+	rng := rand.New(rand.NewPCG(7, 11))
+	cost, params := build(g, rng)
+	check := CheckGrad
+	if order == 2 {
+		check = CheckGrad2
+	}
+	rep, err := check(cost, params, CheckOptions{Seed: 3})
+	if err != nil {
+		t.Fatalf("order %d: %v", order, err)
+	}
+	if !(rep.MaxRelErr <= 1e-6) {
+		t.Errorf("order %d: worst %s", order, rep.Worst())
+	}
+	t.Logf("order %d: max relative error %.2e", order, rep.MaxRelErr)
 }
 
 func TestCholeskyForward(t *testing.T) {

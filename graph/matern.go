@@ -41,15 +41,10 @@ func Matern(nu float64, c, xx, zz, v *G.Node) (*G.Node, error) {
 	if nu != 1.5 && nu != 2.5 {
 		return nil, fmt.Errorf("graph.Matern: ν = %g; only 3/2 and 5/2 are supported", nu)
 	}
-	cs, xs, zs := c.Shape(), xx.Shape(), zz.Shape()
-	if len(cs) != 2 || len(xs) != 1 || len(zs) != 1 || xs[0] != cs[0] || zs[0] != cs[1] || !v.Shape().IsScalar() {
-		return nil, fmt.Errorf("graph.Matern: want an n×m matrix, an n-vector, an m-vector and a scalar, got %v, %v, %v and %v", cs, xs, zs, v.Shape())
+	if err := checkQuadArgs("Matern", c, xx, zz, v); err != nil {
+		return nil, err
 	}
-	for _, a := range []*G.Node{c, xx, zz, v} {
-		if a.Dtype() != tensor.Float64 {
-			return nil, fmt.Errorf("graph.Matern: %v has dtype %v, want float64", a.Name(), a.Dtype())
-		}
-	}
+	cs := c.Shape()
 	return applyOp(maternOp{nu: nu, scale: 1, n: cs[0], m: cs[1]}, c, xx, zz, v)
 }
 
@@ -96,6 +91,14 @@ func (op maternOp) WriteHash(h hash.Hash)  { writeHash(h, op) }
 func (op maternOp) Hashcode() uint32       { return hashOf(op) }
 func (op maternOp) DiffWRT(n int) []bool   { return allDiff(n) }
 func (op maternOp) withBuf(b *outBuf) G.Op { op.buf = b; return op }
+
+// The constants of f″ and f‴ (scaleRow), computed once rather than per
+// element: math.Sqrt of a constant is an instruction, not a constant.
+var (
+	matern32d2 = 3 * math.Sqrt(3) / 4
+	matern32d3 = -3 * math.Sqrt(3) / 8
+	matern52d3 = -25 * math.Sqrt(5) / 24
+)
 
 // maternCost is the time of one element in nanoseconds (a square root, an
 // exponential four at a time, three passes over the row).
@@ -165,12 +168,12 @@ func (op maternOp) scaleRow(row, r []float64, a, s float64) {
 		}
 	case op.nu == 1.5 && op.order == 2:
 		for j, phi := range row {
-			row[j] = s * (3 * math.Sqrt(3) / 4 * phi / r[j])
+			row[j] = s * (matern32d2 * phi / r[j])
 		}
 	case op.nu == 1.5:
 		for j, phi := range row {
 			rj := r[j]
-			row[j] = s * (-3 * math.Sqrt(3) / 8 * (1 + a*rj) * phi / (rj * rj * rj))
+			row[j] = s * (matern32d3 * (1 + a*rj) * phi / (rj * rj * rj))
 		}
 	case op.order == 0:
 		for j, phi := range row {
@@ -187,7 +190,7 @@ func (op maternOp) scaleRow(row, r []float64, a, s float64) {
 		}
 	default:
 		for j, phi := range row {
-			row[j] = s * (-25 * math.Sqrt(5) / 24 * phi / r[j])
+			row[j] = s * (matern52d3 * phi / r[j])
 		}
 	}
 }
