@@ -272,3 +272,22 @@ func ExampleTriSolveLower() {
 	fmt.Printf("%.4f\n", v[0])
 	// Output: 1.2500
 }
+
+// One Adam step from zero moments with bias correction (t = 1): every
+// element moves by about the learning rate against its gradient's sign;
+// with a nil gradient (a per-row parameter outside the minibatch) the
+// moments decay and the element keeps moving on its momentum.
+func ExampleAdamUpdate() {
+	const lr, b1, b2 = 0.1, 0.9, 0.999
+	x, m, v := []float64{1, 1, 1, 1, 1}, make([]float64, 5), make([]float64, 5)
+	k := graph.AdamConsts{B1: b1, NB1: 1 - b1, B2: b2, NB2: 1 - b2,
+		Step: lr / (1 - b1), RC2: 1 / math.Sqrt(1-b2), Eps: 1e-8}
+	graph.AdamUpdate(x, m, v, []float64{3, -0.5, 0, 1e-3, 2}, &k)
+	fmt.Printf("%.4f\n", x)
+	k.Step, k.RC2 = lr/(1-b1*b1), 1/math.Sqrt(1-b2*b2)
+	graph.AdamUpdate(x, m, v, nil, &k)
+	fmt.Printf("%.4f\n", x)
+	// Output:
+	// [0.9000 1.1000 1.0000 0.9000 0.9000]
+	// [0.8330 1.1670 1.0000 0.8330 0.8330]
+}

@@ -129,7 +129,8 @@ func (a *Adam) Step(params []Param, grads [][]float64) error {
 	for _, p := range params {
 		a.off = append(a.off, a.off[len(a.off)-1]+len(p.Data))
 	}
-	u := adamUpdate{a: a, params: params, grads: grads, off: a.off, step: a.lr / bc1, rb2: 1 / math.Sqrt(bc2)}
+	u := adamUpdate{a: a, params: params, grads: grads, off: a.off,
+		k: graph.AdamConsts{B1: a.beta1, NB1: 1 - a.beta1, B2: a.beta2, NB2: 1 - a.beta2, Step: a.lr / bc1, RC2: 1 / math.Sqrt(bc2), Eps: a.eps}}
 	// Every element's update is independent of the others', so splitting
 	// the parameters' elements over the cores changes no result; the
 	// step runs after the graph, when the other core is idle. Only a
@@ -144,37 +145,30 @@ func (a *Adam) Step(params []Param, grads [][]float64) error {
 	return nil
 }
 
-// adamCost is Adam's time per element, in nanoseconds, for ParallelFor.
-const adamCost = 3
+// adamCost is Adam's time per element, in nanoseconds, for ParallelFor
+// (graph.AdamUpdate: about 0.8 from cache, 1.5 from memory).
+const adamCost = 1.5
 
 // adamUpdate is one Adam step over the concatenation of params' elements;
 // off[i] is the first element of params[i].
 type adamUpdate struct {
-	a         *Adam
-	params    []Param
-	grads     [][]float64
-	off       []int
-	step, rb2 float64
+	a      *Adam
+	params []Param
+	grads  [][]float64
+	off    []int
+	k      graph.AdamConsts
 }
 
 // elements updates elements [lo, hi) of the concatenation.
 func (u *adamUpdate) elements(lo, hi int) {
 	a := u.a
-	b1, b2 := a.beta1, a.beta2
 	for i := range u.params {
 		s, e := max(lo, u.off[i]), min(hi, u.off[i+1])
 		if s >= e {
 			continue
 		}
 		s, e = s-u.off[i], e-u.off[i]
-		x := u.params[i].Data[s:e]
-		m, v, g := a.m[i][s:e], a.v[i][s:e], u.grads[i][s:e]
-		for j, gj := range g {
-			mj := b1*m[j] + (1-b1)*gj
-			vj := b2*v[j] + (1-b2)*gj*gj
-			m[j], v[j] = mj, vj
-			x[j] -= u.step * mj / (math.Sqrt(vj)*u.rb2 + a.eps)
-		}
+		graph.AdamUpdate(u.params[i].Data[s:e], a.m[i][s:e], a.v[i][s:e], u.grads[i][s:e], &u.k)
 	}
 }
 

@@ -185,41 +185,37 @@ func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
 	}
 }
 
-// denseValueCost is a dense step's time per value in nanoseconds (a square
-// root and a division), for deciding whether to split it across cores.
-const denseValueCost = 5
+// denseValueCost is a dense step's time per value in nanoseconds
+// (graph.AdamUpdate from memory), for deciding whether to split it across
+// cores.
+const denseValueCost = 1.5
 
-// denseRows is denseStep's update of rows [lo, hi). The bias corrections
-// are folded into two constants, lr/c1 and 1/√c2: one division and one
-// square root per value where the textbook form takes three divisions and
-// a square root (solvers.Adam does the same); the values agree to rounding.
-// Rows outside the batch, most of a large table, take the zero-gradient
-// update without reading a gradient.
+// denseRows is denseStep's update of rows [lo, hi), by solvers.Adam's
+// update (graph.AdamUpdate): the bias corrections folded into two
+// constants, lr/c1 and 1/√c2, one division and one square root per value
+// where the textbook form takes three divisions and a square root; the
+// values agree to rounding. Rows outside the batch, most of a large table,
+// take the zero-gradient update without reading a gradient.
 func (r *RowAdam) denseRows(lo, hi int, grad, x []float64, c1, c2 float64) {
 	w := r.width
-	b1, b2, eps := r.b1, r.b2, r.eps
-	nb1, nb2 := 1-b1, 1-b2
-	step, rc2 := r.lr/c1, 1/math.Sqrt(c2)
+	k := graph.AdamConsts{B1: r.b1, NB1: 1 - r.b1, B2: r.b2, NB2: 1 - r.b2, Step: r.lr / c1, RC2: 1 / math.Sqrt(c2), Eps: r.eps}
+	// Consecutive rows outside the batch are contiguous in x, m and v: one
+	// call updates each such run.
+	run := lo
+	flush := func(end int) {
+		if end > run {
+			graph.AdamUpdate(x[run*w:end*w], r.m[run*w:end*w], r.v[run*w:end*w], nil, &k)
+		}
+	}
 	for i := lo; i < hi; i++ {
-		xi := x[i*w : (i+1)*w]
-		mi, vi := r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w]
 		if b := r.seen[i]; b > 0 {
-			for k, gk := range grad[int(b-1)*w : int(b)*w] {
-				m := b1*mi[k] + nb1*gk
-				v := b2*vi[k] + nb2*gk*gk
-				mi[k], vi[k] = m, v
-				xi[k] -= step * m / (math.Sqrt(v)*rc2 + eps)
-			}
-		} else {
-			for k := range xi {
-				m := b1 * mi[k]
-				v := b2 * vi[k]
-				mi[k], vi[k] = m, v
-				xi[k] -= step * m / (math.Sqrt(v)*rc2 + eps)
-			}
+			flush(i)
+			run = i + 1
+			graph.AdamUpdate(x[i*w:(i+1)*w], r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w], grad[int(b-1)*w:int(b)*w], &k)
 		}
 		r.t[i] = r.steps
 	}
+	flush(hi)
 }
 
 // grow adds rows with no Adam history (step count and moments zero).

@@ -99,7 +99,7 @@ func TestGrow(t *testing.T) {
 func TestDenseRowAdamIsAdamOnTheWholeTable(t *testing.T) {
 	checkDenseIsAdam(t, 3, 6, 30)
 	// A table this large is stepped on several cores.
-	checkDenseIsAdam(t, 400, 400, 4)
+	checkDenseIsAdam(t, 400, 600, 4)
 }
 
 func checkDenseIsAdam(t *testing.T, width, rows, steps int) {

@@ -112,3 +112,11 @@ func init() { hasExpKernel = KernelName != "go" }
 //
 //go:noescape
 func rootDistKernel(r, t, c, zz *float64, groups int, xi, a float64)
+
+// adamKernel and adamDecayKernel are Adam's loops, in adam_amd64.s.
+//
+//go:noescape
+func adamKernel(x, m, v, grad *float64, groups int, k *AdamConsts)
+
+//go:noescape
+func adamDecayKernel(x, m, v *float64, groups int, k *AdamConsts)

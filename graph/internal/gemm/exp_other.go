@@ -5,3 +5,7 @@ package gemm
 func expKernel(dst, src *float64, groups int, k *ExpConsts) int { return 0 }
 
 func rootDistKernel(r, t, c, zz *float64, groups int, xi, a float64) {}
+
+func adamKernel(x, m, v, grad *float64, groups int, k *AdamConsts) {}
+
+func adamDecayKernel(x, m, v *float64, groups int, k *AdamConsts) {}
