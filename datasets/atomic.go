@@ -102,4 +102,5 @@ type OutputError struct {
 	IsDir bool // Path names a directory
 }
 
+// Error names the path and what went wrong.
 func (e *OutputError) Error() string { return "cannot write " + e.Path + ": " + e.Msg }

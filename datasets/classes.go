@@ -24,6 +24,7 @@ type EmptyClassError struct {
 	Hint string
 }
 
+// Error names the data set, the classes without rows and the hint.
 func (e *EmptyClassError) Error() string {
 	var b strings.Builder
 	if e.Name != "" {

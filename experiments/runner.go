@@ -636,7 +636,10 @@ func (c *coreShare) close() {
 // a held lock, an unwritable directory): there is no report to show.
 type SetupError struct{ Err error }
 
+// Error is the underlying error's message.
 func (e *SetupError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
 func (e *SetupError) Unwrap() error { return e.Err }
 
 // shard is the run's shard of n: its twin's, if it has one, so that the

@@ -31,6 +31,7 @@ type NotPositiveDefiniteError struct {
 	Err    error
 }
 
+// Error is the stage and Reason, prefixed with the package.
 func (e *NotPositiveDefiniteError) Error() string { return "models: " + e.Stage + ": " + e.Reason() }
 
 // Reason is the message without the package and stage.
@@ -43,6 +44,7 @@ func (e *NotPositiveDefiniteError) Reason() string {
 	return "the kernel matrix is not positive definite " + how + "; check the input scale (standardise the inputs, look for extreme values) and the kernel length-scales"
 }
 
+// Unwrap returns the factorisation's own error.
 func (e *NotPositiveDefiniteError) Unwrap() error { return e.Err }
 
 // explain turns a Cholesky failure at stage into a *NotPositiveDefiniteError
