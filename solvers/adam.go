@@ -116,21 +116,11 @@ func (a *Adam) Step(params []Param, grads [][]float64) error {
 	}
 
 	a.t++
-	// Bias correction undoes the zero initialisation of m and v; without it
-	// the early steps would be (1-beta1)/sqrt(1-beta2) ≈ 3.2 times lr with
-	// the default betas instead of about lr, i.e. the effective learning rate
-	// would depend on how long ago training started.
-	bc1 := 1 - math.Pow(a.beta1, float64(a.t))
-	bc2 := 1 - math.Pow(a.beta2, float64(a.t))
-	// lr·m̂/(√v̂+ε) with the bias corrections folded into two constants:
-	// one division and one square root per element instead of three and one
-	// (Adam was 5% of the MNIST step).
 	a.off = append(a.off[:0], 0)
 	for _, p := range params {
 		a.off = append(a.off, a.off[len(a.off)-1]+len(p.Data))
 	}
-	u := adamUpdate{a: a, params: params, grads: grads, off: a.off,
-		k: graph.AdamConsts{B1: a.beta1, NB1: 1 - a.beta1, B2: a.beta2, NB2: 1 - a.beta2, Step: a.lr / bc1, RC2: 1 / math.Sqrt(bc2), Eps: a.eps}}
+	u := adamUpdate{a: a, params: params, grads: grads, off: a.off, k: graph.NewAdamConsts(a.lr, a.beta1, a.beta2, a.eps, a.t)}
 	// Every element's update is independent of the others', so splitting
 	// the parameters' elements over the cores changes no result; the
 	// step runs after the graph, when the other core is idle. Only a

@@ -158,8 +158,7 @@ func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
 	}
 	w := r.width
 	r.steps++
-	c1 := 1 - math.Pow(r.b1, float64(r.steps))
-	c2 := 1 - math.Pow(r.b2, float64(r.steps))
+	k := graph.NewAdamConsts(r.lr, r.b1, r.b2, r.eps, r.steps)
 	for b, i := range rows {
 		if r.seen[i] == 0 {
 			r.seen[i] = int32(b + 1)
@@ -176,9 +175,9 @@ func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
 	// values, a square root and a division each) the step is far longer than
 	// the graph's, so large tables are split across cores.
 	if cost := denseValueCost * float64(w); graph.Splits(n, 1, cost) {
-		graph.ParallelFor(n, 1, cost, func(lo, hi int) { r.denseRows(lo, hi, grad, x, c1, c2) })
+		graph.ParallelFor(n, 1, cost, func(lo, hi int) { r.denseRows(lo, hi, grad, x, k) })
 	} else {
-		r.denseRows(0, n, grad, x, c1, c2)
+		r.denseRows(0, n, grad, x, k)
 	}
 	for _, i := range rows {
 		r.seen[i] = 0
@@ -190,15 +189,13 @@ func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
 // cores.
 const denseValueCost = 1.5
 
-// denseRows is denseStep's update of rows [lo, hi), by solvers.Adam's
-// update (graph.AdamUpdate): the bias corrections folded into two
-// constants, lr/c1 and 1/√c2, one division and one square root per value
-// where the textbook form takes three divisions and a square root; the
-// values agree to rounding. Rows outside the batch, most of a large table,
-// take the zero-gradient update without reading a gradient.
-func (r *RowAdam) denseRows(lo, hi int, grad, x []float64, c1, c2 float64) {
+// denseRows is denseStep's update of rows [lo, hi) with step constants k,
+// by solvers.Adam's update (graph.AdamUpdate; its folded bias corrections
+// agree with Step's textbook form to rounding). Rows outside the batch,
+// most of a large table, take the zero-gradient update without reading a
+// gradient.
+func (r *RowAdam) denseRows(lo, hi int, grad, x []float64, k graph.AdamConsts) {
 	w := r.width
-	k := graph.AdamConsts{B1: r.b1, NB1: 1 - r.b1, B2: r.b2, NB2: 1 - r.b2, Step: r.lr / c1, RC2: 1 / math.Sqrt(c2), Eps: r.eps}
 	// Consecutive rows outside the batch are contiguous in x, m and v: one
 	// call updates each such run.
 	run := lo
