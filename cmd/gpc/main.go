@@ -196,7 +196,8 @@ func exitCode(name string, err error, stderr io.Writer) int {
 
 // printUsage writes the overall help.
 func printUsage(w io.Writer) {
-	fmt.Fprint(w, `gpc: multi-class Gaussian-process classification with noisy inputs.
+	fmt.Fprint(w, `gpc: Gaussian-process classification (noisy inputs, scalable variational,
+robust and additive-noise classifiers), built on automatic differentiation.
 
 Usage:
 	gpc <command> [flags]
@@ -219,10 +220,11 @@ Commands:
 			fmt.Fprintf(w, "\t%-11s %s\n", n, c.summary)
 		}
 	}
-	fmt.Fprint(w, `
-Models (--model): mgp, nimgp, nimgp-nn, nimgp-fo.
+	fmt.Fprintf(w, `
+Models (gpc train --model NAME):
+%s
 Run 'gpc <command> -h' for a command's flags. Start with 'gpc demo'.
-`)
+`, modelHelp())
 }
 
 func init() {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gpc-dev/gpc/models"
 )
 
 // gpc runs the command line and returns the exit status and outputs.
@@ -148,6 +150,13 @@ func TestHelp(t *testing.T) {
 	for _, cmd := range []string{"demo", "train", "predict", "check-grad", "bench", "data", "version"} {
 		if !strings.Contains(stdout, "\t"+cmd) {
 			t.Errorf("gpc help does not list %s:\n%s", cmd, stdout)
+		}
+	}
+	// Every model gpc train accepts, with its summary: the overall help
+	// once listed only the first paper's four.
+	for _, name := range append(models.PresetNames(), "rmgpc", "smgpc", "htpc") {
+		if !strings.Contains(stdout, "  "+name+" ") {
+			t.Errorf("gpc help does not list the model %s:\n%s", name, stdout)
 		}
 	}
 	for _, args := range [][]string{{"train", "-h"}, {"train", "--help"}, {"help", "train"}} {
