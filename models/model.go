@@ -131,7 +131,7 @@ func (m *Model) newLikelihood() (likelihoods.Likelihood, error) {
 	if o.Custom != nil {
 		return o.Custom, nil
 	}
-	return likelihoods.New(o.Name, likelihoods.Config{Epsilon: o.Epsilon, Points: o.Quadrature, Delta: o.Delta, FixDelta: o.FixDelta, DeltaPrior: o.DeltaPrior})
+	return likelihoods.New(o.Name, likelihoods.Config{Epsilon: o.Epsilon, Points: o.Quadrature, Delta: o.Delta, FixDelta: o.FixDelta, DeltaPrior: o.DeltaPrior, Samples: o.Samples})
 }
 
 // inducing returns M for a training set of n rows.

@@ -96,6 +96,8 @@ type LikelihoodOptions struct {
 	FixDelta bool
 	// DeltaPrior is robustmax-beta's Beta(a, b) prior on ε (zero: Beta(1, 9)).
 	DeltaPrior [2]float64 `json:",omitempty"`
+	// Samples is softmax's Monte Carlo draws per row in the ELBO (zero: 100).
+	Samples int `json:",omitempty"`
 }
 
 // PosteriorOptions selects the posterior family.

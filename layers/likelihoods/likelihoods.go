@@ -48,6 +48,18 @@ type ClassCounter interface {
 	Classes() int
 }
 
+// Sampled is implemented by likelihoods whose expected log-likelihood is a
+// Monte Carlo estimate over draws of f_i ~ N(μ_i, ν_i) (Softmax). An engine
+// that draws fresh standard normals at every step (models/svi) passes an
+// n×DrawWidth(L) input of them to ExpectedLogLikDraws, for L latent
+// functions, so that the ELBO's gradient is an unbiased reparameterised
+// estimate; ExpectedLogLik is the same estimate on draws the likelihood
+// fixes itself.
+type Sampled interface {
+	DrawWidth(latent int) int
+	ExpectedLogLikDraws(s *layers.Scope, mu, v, y, eps *G.Node) (*G.Node, error)
+}
+
 // Config holds the settings of the built-in likelihoods.
 type Config struct {
 	// Epsilon is robust-max's label-flip probability (default 1e-3).
@@ -64,6 +76,9 @@ type Config struct {
 	// DeltaPrior is robustmax-beta's Beta(a, b) prior on ε (zero: its
 	// default Beta(1, 9)).
 	DeltaPrior [2]float64
+	// Samples is softmax's number of Monte Carlo draws per row in the
+	// expected log-likelihood (default 100, GPflow's).
+	Samples int
 }
 
 // Factory makes a likelihood from its settings.
@@ -105,6 +120,9 @@ func New(name string, c Config) (Likelihood, error) {
 	if c.Points < 1 {
 		return nil, fmt.Errorf("likelihoods: %d quadrature points", c.Points)
 	}
+	if c.Samples < 0 {
+		return nil, fmt.Errorf("likelihoods: %d Monte Carlo draws", c.Samples)
+	}
 	// Above 1/2 a binary robust likelihood would favour the wrong label.
 	if !(c.Delta > 0 && c.Delta < 0.5) {
 		return nil, fmt.Errorf("likelihoods: robust-likelihood δ %g outside (0, 1/2)", c.Delta)
@@ -121,6 +139,13 @@ func init() {
 		"gpc2":      additive(ProbitNoise),
 		"gpc3":      additive(LogitNoise),
 		"gpcsm":     func(c Config) Likelihood { return NewGumbelSoftmax() },
+		"softmax": func(c Config) Likelihood {
+			l := NewSoftmax()
+			if c.Samples > 0 {
+				l.Samples = c.Samples
+			}
+			return l
+		},
 		"robustmax-learned": func(c Config) Likelihood {
 			l := NewAdditive("likelihood", StepNoise, c.Epsilon)
 			l.Points, l.Multi = c.Points, true

@@ -123,7 +123,15 @@ func (o *Objective) build(b, d int) error {
 		return fmt.Errorf("svi: input model %s: %w", p.Inputs.Name(), err)
 	}
 	e := &graph.Chain{}
-	ell := e.Do(p.Likelihood.ExpectedLogLik(o.s, mu, v, o.y.node))
+	var ell *G.Node
+	if ms, ok := p.Likelihood.(likelihoods.Sampled); ok {
+		// A Monte Carlo likelihood gets fresh draws at every step, from its
+		// own stream declared after the input model's.
+		eps := o.Normals("likelihood/draws", ms.DrawWidth(mu.Shape()[1]))
+		ell = e.Do(ms.ExpectedLogLikDraws(o.s, mu, v, o.y.node, eps))
+	} else {
+		ell = e.Do(p.Likelihood.ExpectedLogLik(o.s, mu, v, o.y.node))
+	}
 	if extra != nil {
 		ell = e.Do(G.Add(ell, extra))
 	}
