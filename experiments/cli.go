@@ -174,7 +174,15 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	sum, err := Execute(ctx, rs, dir, RunConfig{Workers: *workers, DataDir: *dataDir, Log: stderr, Shard: si, Shards: sn})
+	cfg := RunConfig{Workers: *workers, DataDir: *dataDir, Log: stderr, Shard: si, Shards: sn}
+	if *methods != "" || *dsets != "" {
+		// The report covers the whole grid, not the part run now.
+		if cfg.Grid, err = Resolve(spec, Options{Splits: *splits, EpochsScale: *scale, Quick: *quick}); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", pos[0], err)
+			return 1
+		}
+	}
+	sum, err := Execute(ctx, rs, dir, cfg)
 	var setup *SetupError
 	if errors.As(err, &setup) {
 		fmt.Fprintf(stderr, "gpc experiment run: %v\n", err)

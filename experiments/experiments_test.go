@@ -472,3 +472,47 @@ func TestAverageRow(t *testing.T) {
 		}
 	}
 }
+
+// A grid run a part at a time (--methods, then the rest) reports the whole
+// grid: the folder's spec.json is the grid's, not the last part's, so the
+// first part's cells stay in the report.
+func TestPartialRunsReportWholeGrid(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.Replace(miniSpec, "splits: 3, n_train: 10, n_test: 10", "splits: 1, n_train: 20, n_test: 10", 1)
+	sp := filepath.Join(dir, "mini.yaml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	for _, m := range []string{"NIMGP", "MGP"} {
+		var o, e bytes.Buffer
+		if code := Main([]string{"run", sp, "--out", out, "--methods", m}, &o, &e); code != 0 {
+			t.Fatalf("--methods %s: exit %d: %s", m, code, e.String())
+		}
+	}
+	var saved Spec
+	b, err := os.ReadFile(filepath.Join(out, resolvedSpecFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if len(saved.Methods) != 2 {
+		t.Errorf("spec.json has %d methods after two partial runs, want the grid's 2", len(saved.Methods))
+	}
+	var rj ReportJSON
+	b, _ = os.ReadFile(filepath.Join(out, "report.json"))
+	if err := json.Unmarshal(b, &rj); err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, c := range rj.Cells {
+		if c.Table == "T" {
+			n[c.Method] += c.N
+		}
+	}
+	if n["MGP"] != 2 || n["NIMGP"] != 2 {
+		t.Errorf("report cells hold %v runs per method, want 2 (two settings) each", n)
+	}
+}

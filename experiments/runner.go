@@ -422,6 +422,12 @@ type RunConfig struct {
 	// Each shard appends to its own file, so shards of one grid can run at
 	// once on several machines sharing the directory.
 	Shard, Shards int
+	// Grid is the whole grid these runs belong to, saved for the report
+	// when the spec given to Execute is a part of it (the command line's
+	// --methods and --datasets); nil means the spec itself. Without it a
+	// run of one method into a folder of several would leave a report of
+	// that method alone.
+	Grid *Spec
 	// exec replaces the real run executor in tests.
 	exec execFunc
 	// afterAppend is called after each stored result (tests).
@@ -456,7 +462,11 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 		return sum, &SetupError{err}
 	}
 	defer unlock()
-	b, err := json.MarshalIndent(s, "", "  ")
+	grid := s
+	if cfg.Grid != nil {
+		grid = cfg.Grid
+	}
+	b, err := json.MarshalIndent(grid, "", "  ")
 	if err != nil {
 		return sum, &SetupError{err}
 	}
