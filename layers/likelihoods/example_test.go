@@ -107,3 +107,36 @@ func ExampleExpect1D() {
 	fmt.Printf("[%.8f %.8f] closed form [%.8f %.8f]\n", got[0], got[1], math.Exp(0.5), math.Exp(1.125))
 	// Output: [1.64872127 3.08021685] closed form [1.64872127 3.08021685]
 }
+
+// The Monte Carlo softmax on draws the caller supplies (an engine passes
+// fresh ones at every step): the estimate is the mean of log softmax_y at
+// μ + √ν∘ε_k over the draws, here two of them beside the same two terms
+// computed directly.
+func ExampleSoftmax_ExpectedLogLikDraws() {
+	lik := &likelihoods.Softmax{Samples: 2}
+	g := G.NewGraph()
+	s := layers.NewScope(g)
+	mu, v := []float64{1, -1}, []float64{0.25, 1}
+	eps := []float64{1, -0.5, -1, 0.5} // draw k of the row in columns 2k, 2k+1
+	targets, _ := lik.Targets([]int{0}, 2)
+	ell, err := lik.ExpectedLogLikDraws(s, constant(g, "mu", 1, 2, mu...), constant(g, "v", 1, 2, v...),
+		constant(g, "y", 1, 2, targets...), constant(g, "eps", 1, 4, eps...))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	got, err := run(s, ell)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	logSoftmax0 := func(f0, f1 float64) float64 { return -math.Log1p(math.Exp(f1 - f0)) }
+	direct := 0.0
+	for k := 0; k < 2; k++ {
+		f0 := mu[0] + math.Sqrt(v[0])*eps[2*k]
+		f1 := mu[1] + math.Sqrt(v[1])*eps[2*k+1]
+		direct += logSoftmax0(f0, f1) / 2
+	}
+	fmt.Printf("estimate %.6f, direct %.6f, draw width for 2 classes: %d\n", got[0], direct, lik.DrawWidth(2))
+	// Output: estimate -0.180925, direct -0.180925, draw width for 2 classes: 4
+}
