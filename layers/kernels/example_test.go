@@ -18,6 +18,22 @@ func matrix(g *G.ExprGraph, name string, r, c int, v ...float64) *G.Node {
 		G.WithValue(tensor.New(tensor.WithShape(r, c), tensor.WithBacking(v))))
 }
 
+// run compiles the graph of s, runs it with the parameters' current values
+// and returns the values of out.
+func run(s *layers.Scope, out *G.Node) ([]float64, error) {
+	prog, err := graph.Compile(s.G, out)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Sync(); err != nil {
+		return nil, err
+	}
+	if err := prog.Run(); err != nil {
+		return nil, err
+	}
+	return prog.Float64s(out)
+}
+
 // Evaluating a kernel outside any model: the squared-exponential kernel's
 // cross-covariance between two inputs and one, beside its closed form. The
 // length-scale parameter ℓ divides squared differences (the papers' ℓ is a
@@ -33,20 +49,11 @@ func ExampleNewSE() {
 		fmt.Println(err)
 		return
 	}
-	prog, err := graph.Compile(g, kxz)
+	v, err := run(s, kxz)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	if err := s.Sync(); err != nil {
-		fmt.Println(err)
-		return
-	}
-	if err := prog.Run(); err != nil {
-		fmt.Println(err)
-		return
-	}
-	v, _ := prog.Float64s(kxz)
 	fmt.Printf("K(x, z) = [%.6f %.6f]\n", v[0], v[1])
 	fmt.Printf("closed form: %.6f (both rows are at squared distance 1)\n", 2*math.Exp(-1/(2*0.5)))
 	// Output:
@@ -73,20 +80,11 @@ func ExampleSum() {
 		fmt.Println(err)
 		return
 	}
-	prog, err := graph.Compile(g, kxz)
+	v, err := run(s, kxz)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	if err := s.Sync(); err != nil {
-		fmt.Println(err)
-		return
-	}
-	if err := prog.Run(); err != nil {
-		fmt.Println(err)
-		return
-	}
-	v, _ := prog.Float64s(kxz)
 	for j, r := range []float64{0, 1, 2} {
 		closed := (1+math.Sqrt(5)*r+5*r*r/3)*math.Exp(-math.Sqrt(5)*r) + 0.5*math.Exp(-r*r/2)
 		fmt.Printf("r = %g: %.6f (closed form %.6f)\n", r, v[j], closed)
@@ -119,20 +117,11 @@ func ExampleKZZ() {
 		fmt.Println(err)
 		return
 	}
-	prog, err := graph.Compile(g, kzz)
+	v, err := run(s, kzz)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	if err := s.Sync(); err != nil {
-		fmt.Println(err)
-		return
-	}
-	if err := prog.Run(); err != nil {
-		fmt.Println(err)
-		return
-	}
-	v, _ := prog.Float64s(kzz)
 	fmt.Printf("[%.4f %.4f; %.4f %.4f]\n", v[0], v[1], v[2], v[3])
 	// Output: [1.0110 0.0111; 0.0111 1.0110]
 }
