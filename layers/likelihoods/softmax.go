@@ -116,19 +116,13 @@ func softmaxRows(c, sm int) *graph.RowFunc {
 		Cost:    cost,
 		VJPCost: 1.5 * cost,
 		F: func(in [][]float64, out, scratch []float64) {
-			mu, v, y, eps := in[0], in[1], in[2], in[3]
-			sd, f := scratch[:c], scratch[c:2*c]
-			for j := range sd {
-				sd[j] = math.Sqrt(v[j])
-			}
+			mu, y, eps := in[0], in[2], in[3]
+			sd, f := sqrtInto(scratch[:c], in[1]), scratch[c:2*c]
 			acc := 0.0
 			for k := range sm {
-				e := eps[k*c : (k+1)*c]
-				top := math.Inf(-1)
+				top := drawLogits(f, mu, sd, eps[k*c:(k+1)*c])
 				dot := 0.0
 				for j := range f {
-					f[j] = mu[j] + sd[j]*e[j]
-					top = max(top, f[j])
 					dot += y[j] * f[j]
 				}
 				z := 0.0
@@ -140,20 +134,15 @@ func softmaxRows(c, sm int) *graph.RowFunc {
 			out[0] = acc * inv
 		},
 		VJP: func(in [][]float64, g []float64, grad [][]float64, scratch []float64) {
-			mu, v, y, eps := in[0], in[1], in[2], in[3]
+			mu, y, eps := in[0], in[2], in[3]
 			gmu, gv, gy, geps := grad[0], grad[1], grad[2], grad[3]
-			sd, f := scratch[:c], scratch[c:2*c]
-			for j := range sd {
-				sd[j] = math.Sqrt(v[j])
-			}
+			sd, f := sqrtInto(scratch[:c], in[1]), scratch[c:2*c]
 			gs := g[0] * inv
 			for k := range sm {
 				e := eps[k*c : (k+1)*c]
 				ge := geps[k*c : (k+1)*c]
-				top := math.Inf(-1)
+				top := drawLogits(f, mu, sd, e)
 				for j := range f {
-					f[j] = mu[j] + sd[j]*e[j]
-					top = max(top, f[j])
 					gy[j] += gs * f[j]
 				}
 				z := 0.0
@@ -171,6 +160,27 @@ func softmaxRows(c, sm int) *graph.RowFunc {
 		},
 		Graph: func(args []*G.Node) (*G.Node, error) { return softmaxGraph(args, c, sm) },
 	}
+}
+
+// sqrtInto writes √v into sd and returns it: the draws' scales, shared by
+// the forward and the reverse pass.
+func sqrtInto(sd, v []float64) []float64 {
+	for j := range sd {
+		sd[j] = math.Sqrt(v[j])
+	}
+	return sd
+}
+
+// drawLogits writes one draw f = μ + sd ∘ e and returns its largest entry
+// (log-sum-exp's shift), in the same order in both passes so that the
+// reverse pass differentiates exactly the forward's values.
+func drawLogits(f, mu, sd, e []float64) float64 {
+	top := math.Inf(-1)
+	for j := range f {
+		f[j] = mu[j] + sd[j]*e[j]
+		top = max(top, f[j])
+	}
+	return top
 }
 
 // softmaxGraph is softmaxRows's estimate from graph ops, for second
