@@ -198,14 +198,14 @@ func (o *mfObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 			grad[i] = -g[i]
 		}
 		return -l, nil
-	}, o.a.Data, solvers.LBFGSSettings{MaxIterations: o.innerIters, GradTol: 1e-8})
+	}, o.a.Values(), solvers.LBFGSSettings{MaxIterations: o.innerIters, GradTol: 1e-8})
 	if err != nil && !errors.Is(err, solvers.ErrLineSearch) {
 		return 0, nil, err
 	}
 	if res.X != nil {
-		copy(o.a.Data, res.X)
+		copy(o.a.Values(), res.X)
 	}
-	l, err := o.eval(o.a.Data)
+	l, err := o.eval(o.a.Values())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -276,14 +276,15 @@ func (o *mfObjective) setPosterior() error {
 		rng := rand.New(rand.NewPCG(o.m.Opts.Train.Seed, 0x3f5a))
 		o.m.meanSamples = make([][]float64, S)
 		gs := mat.NewVecDense(n, nil)
+		a := o.a.Values()
 		for k := range S {
 			for i := 0; i < n; i++ {
 				sd, s := 1/sdinv[i], o.sign[i]
-				alpha := s * o.a.Data[i] / sd
+				alpha := s * a[i] / sd
 				// t ~ N(0,1) truncated to s(a + σ̃t) > 0, by inversion.
 				lo := std.CDF(-alpha)
 				u := lo + (1-lo)*rng.Float64()
-				gs.SetVec(i, o.a.Data[i]+sd*s*std.Quantile(u))
+				gs.SetVec(i, a[i]+sd*s*std.Quantile(u))
 			}
 			if o.m.meanSamples[k], err = meanOf(gs); err != nil {
 				return err

@@ -166,7 +166,7 @@ func TestContinueNIMGPQX(t *testing.T) {
 		t.Fatal(err)
 	}
 	qm, ql := m.Inputs().Locals()[0], m.Inputs().Locals()[1]
-	mean, logv := slices.Clone(qm.Data), slices.Clone(ql.Data)
+	mean, logv := slices.Clone(qm.Values()), slices.Clone(ql.Values())
 	var steps []int
 	for i := range first.N {
 		steps = append(steps, qm.Steps(i))
@@ -178,16 +178,16 @@ func TestContinueNIMGPQX(t *testing.T) {
 		t.Fatal(err)
 	}
 	n0 := first.N * first.D
-	if len(qm.Data) != len(grown.X) || len(ql.Data) != len(grown.X) {
-		t.Fatalf("q(x) has %d/%d entries, want %d", len(qm.Data), len(ql.Data), len(grown.X))
+	if len(qm.Values()) != len(grown.X) || len(ql.Values()) != len(grown.X) {
+		t.Fatalf("q(x) has %d/%d entries, want %d", len(qm.Values()), len(ql.Values()), len(grown.X))
 	}
-	if !slices.Equal(qm.Data[:n0], mean) || !slices.Equal(ql.Data[:n0], logv) {
+	if !slices.Equal(qm.Values()[:n0], mean) || !slices.Equal(ql.Values()[:n0], logv) {
 		t.Fatal("q(x) of the old rows changed")
 	}
-	if !slices.Equal(qm.Data[n0:], more.X) {
+	if !slices.Equal(qm.Values()[n0:], more.X) {
 		t.Fatal("q(x) means of the new rows are not their x̃")
 	}
-	for i, v := range ql.Data[n0:] {
+	for i, v := range ql.Values()[n0:] {
 		if v != math.Log(qv) {
 			t.Fatalf("new q(x) log-variance %d is %v, want log %g", i, v, qv)
 		}
@@ -215,7 +215,7 @@ func TestContinueNIMGPQX(t *testing.T) {
 	if err := m.Continue(context.Background(), grown, 1, FitConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if slices.Equal(qm.Data[n0:], more.X) {
+	if slices.Equal(qm.Values()[n0:], more.X) {
 		t.Fatal("a continued epoch did not train the new rows' q(x)")
 	}
 }

@@ -61,7 +61,7 @@ func (l *Latent) Noise() *Noise { return l.noise }
 
 // ParamGroups implements Model.
 func (l *Latent) ParamGroups() map[string]int {
-	return map[string]int{"noise": countParams(l.noise.Params()...), "q(x)": len(l.mean.Data) + len(l.logVr.Data)}
+	return map[string]int{"noise": countParams(l.noise.Params()...), "q(x)": (l.mean.Rows() + l.logVr.Rows()) * l.mean.Width}
 }
 
 // Train implements Model.
@@ -76,8 +76,9 @@ func (l *Latent) Predict(t Test, f Conditional) (mu, v *G.Node, err error) {
 
 // Perturb implements Perturber: log-variances around −2.
 func (l *Latent) Perturb(rng *rand.Rand) {
-	for i := range l.logVr.Data {
-		l.logVr.Data[i] = -2 + 0.5*rng.NormFloat64()
+	lv := l.logVr.Values()
+	for i := range lv {
+		lv[i] = -2 + 0.5*rng.NormFloat64()
 	}
 }
 

@@ -29,7 +29,7 @@ func ExampleParam_Step() {
 			fmt.Println(err)
 			return
 		}
-		fmt.Printf("dense %-5v rows %.4f, steps of row 0: %d\n", dense, p.Data, p.Steps(0))
+		fmt.Printf("dense %-5v rows %.4f, steps of row 0: %d\n", dense, p.Values(), p.Steps(0))
 	}
 	// Output:
 	// dense false rows [0.9000 2.1000 3.0000], steps of row 0: 1

@@ -18,15 +18,18 @@ import (
 type InitFunc func(ds *datasets.Dataset, i int, dst []float64)
 
 // Param is an N×Width table of per-row parameters.
+//
+// Its values are read through Row, Rows and Values, never as a stored
+// slice: with the dense optimiser a row outside the recent batches is
+// brought up to date only when it is read (see RowAdam).
 type Param struct {
 	// Name labels the rows in graphs and errors ("qx/mean").
 	Name string
 	// Width is the number of values per row.
 	Width int
-	// Data holds the rows, row-major.
-	Data []float64
-	init InitFunc
-	opt  *RowAdam
+	data  []float64 // the rows, row-major
+	init  InitFunc
+	opt   *RowAdam
 }
 
 // New returns a table whose rows are initialised by init.
@@ -39,20 +42,79 @@ func (p *Param) Rows() int {
 	if p.Width == 0 {
 		return 0
 	}
-	return len(p.Data) / p.Width
+	return len(p.data) / p.Width
 }
 
-// Row returns row i (a view).
-func (p *Param) Row(i int) []float64 { return p.Data[i*p.Width : (i+1)*p.Width] }
+// Row returns row i, up to date (a view, valid until the next Step).
+func (p *Param) Row(i int) []float64 {
+	x := p.data[i*p.Width : (i+1)*p.Width]
+	if p.opt != nil && p.opt.Dense {
+		p.opt.settle(i, x)
+	}
+	return x
+}
+
+// Values returns the whole table, row-major, every row up to date (a view,
+// valid until the next Step; writing to it sets the values).
+func (p *Param) Values() []float64 {
+	p.Settle(nil)
+	return p.data
+}
+
+// Settle brings the given rows (every row when rows is nil) up to date:
+// the dense optimiser's pending zero-gradient steps are applied, on
+// several cores when there are many. Row and Values settle what they
+// return; Settle lets a reader of many rows do it at once.
+func (p *Param) Settle(rows []int) {
+	r := p.opt
+	if r == nil || !r.Dense {
+		return
+	}
+	n := len(rows)
+	if rows == nil {
+		n = p.Rows()
+	}
+	pending := 0
+	for k := range n {
+		pending += r.steps - r.done[rowAt(rows, k)]
+	}
+	if pending == 0 {
+		return
+	}
+	// A row's cost is its pending steps times its width.
+	if cost := denseValueCost * float64(p.Width) * float64(pending) / float64(n); graph.Splits(n, 1, cost) {
+		graph.ParallelFor(n, 1, cost, func(lo, hi int) { p.settleRange(rows, lo, hi) })
+	} else {
+		p.settleRange(rows, 0, n)
+	}
+}
+
+// rowAt is the k-th row of a list, or row k when the list is nil (every
+// row).
+func rowAt(rows []int, k int) int {
+	if rows == nil {
+		return k
+	}
+	return rows[k]
+}
+
+// settleRange settles the rows from k = lo to hi of a Settle list.
+func (p *Param) settleRange(rows []int, lo, hi int) {
+	w := p.Width
+	for k := lo; k < hi; k++ {
+		i := rowAt(rows, k)
+		p.opt.settle(i, p.data[i*w:(i+1)*w])
+	}
+}
 
 // Reset initialises one row per training row of ds and drops any
 // optimiser state.
 func (p *Param) Reset(ds *datasets.Dataset) {
-	p.Data = make([]float64, ds.N*p.Width)
+	p.data = make([]float64, ds.N*p.Width)
+	p.opt = nil
 	for i := 0; i < ds.N; i++ {
 		p.init(ds, i, p.Row(i))
 	}
-	p.opt = nil
 }
 
 // Grow initialises the rows of ds beyond the ones the table has (a data set
@@ -60,8 +122,8 @@ func (p *Param) Reset(ds *datasets.Dataset) {
 func (p *Param) Grow(ds *datasets.Dataset) {
 	old := p.Rows()
 	for i := old; i < ds.N; i++ {
-		p.Data = append(p.Data, make([]float64, p.Width)...)
-		p.init(ds, i, p.Row(i))
+		p.data = append(p.data, make([]float64, p.Width)...)
+		p.init(ds, i, p.data[i*p.Width:(i+1)*p.Width])
 	}
 	if p.opt != nil {
 		p.opt.grow(ds.N)
@@ -100,7 +162,8 @@ func (p *Param) Step(rows []int, grad []float64) error {
 		return err
 	}
 	if p.opt.Dense {
-		p.opt.denseStep(rows, grad, p.Data)
+		p.Settle(rows)
+		p.opt.denseStep(rows, grad, p.data)
 		return nil
 	}
 	for r, i := range rows {
@@ -115,24 +178,80 @@ func (p *Param) Step(rows []int, grad []float64) error {
 // per step. Densely, as TensorFlow's Adam that the noisy-input paper's code
 // used, every row is updated at every step with a zero gradient where it is
 // absent, so its moments decay and it keeps moving on its momentum, with
-// one global step count: O(N·D) per step, and in steady state a row moves
-// about √(N/B) times further than lazily.
+// one global step count, and in steady state a row moves about √(N/B)
+// times further than lazily.
+//
+// The dense update is applied when a row is read, not at every step: a row
+// outside the batch owes the zero-gradient steps since it was last brought
+// up to date, and settling it applies them one by one with their own
+// constants, the same operations in the same order as stepping every row
+// at every step, so the values are equal bit for bit. A step then costs the
+// batch's rows (each carrying the steps it owes) instead of a pass over the
+// whole table: the same arithmetic, but on rows that sit in cache, where
+// the eager pass streamed three values per entry of the table through
+// memory (MNIST's 60 000 rows of 1 568 values, 2.3 GB a step).
 type RowAdam struct {
 	lr, b1, b2, eps float64
 	width           int
 	m, v            []float64
-	t               []int
+	t               []int // lazily: each row's step count
 	// Dense selects TensorFlow's update of every row at every step.
 	Dense bool
 	// steps counts the dense steps.
 	steps int
-	seen  []int32 // scratch for denseStep: batch position + 1 per row
+	// stepped is the number of rows that existed at the last dense step
+	// (rows added by Grow after it have taken no step).
+	stepped int
+	// done is the dense step each row is up to date with; a row with done
+	// 0 has zero moments (it has had no gradient), on which a
+	// zero-gradient step changes nothing.
+	done []int
+	// recent holds the constants of the last len(recent) dense steps, by
+	// step modulo its length, for settling rows without recomputing them.
+	recent []graph.AdamConsts
+	// recentFrom is the first step recent holds (it starts empty after
+	// SetState).
+	recentFrom int
+	seen       []int32 // scratch for denseStep: batch position + 1 per row
+	unique     []int   // scratch for denseStep: first batch position of each row
 }
+
+// recentSteps is how many dense steps' constants are kept: more than a few
+// epochs of steps at the batch sizes used, after which a row that has not
+// been read recomputes them.
+const recentSteps = 4096
 
 // NewRowAdam returns Adam (β = 0.9, 0.999, ε = 1e-8) for rows×width values.
 func NewRowAdam(lr float64, rows, width int) *RowAdam {
 	return &RowAdam{lr: lr, b1: 0.9, b2: 0.999, eps: 1e-8, width: width,
-		m: make([]float64, rows*width), v: make([]float64, rows*width), t: make([]int, rows)}
+		m: make([]float64, rows*width), v: make([]float64, rows*width), t: make([]int, rows), done: make([]int, rows)}
+}
+
+// consts returns the constants of dense step s (1 ≤ s ≤ steps).
+func (r *RowAdam) consts(s int) *graph.AdamConsts {
+	if s >= r.recentFrom && s > r.steps-len(r.recent) {
+		return &r.recent[s%len(r.recent)]
+	}
+	k := graph.NewAdamConsts(r.lr, r.b1, r.b2, r.eps, s)
+	return &k
+}
+
+// settle applies to row i, held in x, the zero-gradient dense steps it
+// owes. Safe to call for different rows at once.
+func (r *RowAdam) settle(i int, x []float64) {
+	from := r.done[i]
+	if from == r.steps {
+		return
+	}
+	r.done[i] = r.steps
+	if from == 0 {
+		return
+	}
+	w := r.width
+	m, v := r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w]
+	for s := from + 1; s <= r.steps; s++ {
+		graph.AdamUpdate(x, m, v, nil, r.consts(s))
+	}
 }
 
 // Step updates row i, held in x, by its gradient g.
@@ -148,72 +267,53 @@ func (r *RowAdam) Step(i int, g, x []float64) {
 	}
 }
 
-// denseStep updates every row: the batch's by their gradient (summed over
-// repeats, such as the zero-weight padding of a short batch), the others by
-// a zero gradient.
+// denseStep takes one dense step. The batch's rows, up to date (Step
+// settles them), are stepped by their gradient, a repeated row (such as the
+// zero-weight padding of a short batch) by the sum of its gradients; every
+// other row owes the step's zero-gradient update until it is read.
 func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
-	n := len(r.t)
+	n := len(r.done)
 	if len(r.seen) != n {
 		r.seen = make([]int32, n)
 	}
+	if r.recent == nil {
+		r.recent = make([]graph.AdamConsts, recentSteps)
+		r.recentFrom = r.steps + 1
+	}
 	w := r.width
-	r.steps++
-	k := graph.NewAdamConsts(r.lr, r.b1, r.b2, r.eps, r.steps)
+	first := r.unique[:0]
 	for b, i := range rows {
 		if r.seen[i] == 0 {
 			r.seen[i] = int32(b + 1)
+			first = append(first, b)
 			continue
 		}
 		// A repeated row: add its gradient to the first occurrence's.
-		first := int(r.seen[i] - 1)
+		f := int(r.seen[i] - 1)
 		for k := 0; k < w; k++ {
-			grad[first*w+k] += grad[b*w+k]
+			grad[f*w+k] += grad[b*w+k]
 			grad[b*w+k] = 0
 		}
 	}
-	// The rows are independent, and at MNIST's size (60 000 rows of 1 568
-	// values, a square root and a division each) the step is far longer than
-	// the graph's, so large tables are split across cores.
-	if cost := denseValueCost * float64(w); graph.Splits(n, 1, cost) {
-		graph.ParallelFor(n, 1, cost, func(lo, hi int) { r.denseRows(lo, hi, grad, x, k) })
-	} else {
-		r.denseRows(0, n, grad, x, k)
-	}
+	r.unique = first
 	for _, i := range rows {
 		r.seen[i] = 0
 	}
+	r.steps++
+	r.stepped = n
+	k := graph.NewAdamConsts(r.lr, r.b1, r.b2, r.eps, r.steps)
+	r.recent[r.steps%len(r.recent)] = k
+	for _, b := range first {
+		i := rows[b]
+		graph.AdamUpdate(x[i*w:(i+1)*w], r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w], grad[b*w:(b+1)*w], &k)
+		r.done[i] = r.steps
+	}
 }
 
-// denseValueCost is a dense step's time per value in nanoseconds
-// (graph.AdamUpdate from memory), for deciding whether to split it across
-// cores.
-const denseValueCost = 1.5
-
-// denseRows is denseStep's update of rows [lo, hi) with step constants k,
-// by solvers.Adam's update (graph.AdamUpdate; its folded bias corrections
-// agree with Step's textbook form to rounding). Rows outside the batch,
-// most of a large table, take the zero-gradient update without reading a
-// gradient.
-func (r *RowAdam) denseRows(lo, hi int, grad, x []float64, k graph.AdamConsts) {
-	w := r.width
-	// Consecutive rows outside the batch are contiguous in x, m and v: one
-	// call updates each such run.
-	run := lo
-	flush := func(end int) {
-		if end > run {
-			graph.AdamUpdate(x[run*w:end*w], r.m[run*w:end*w], r.v[run*w:end*w], nil, &k)
-		}
-	}
-	for i := lo; i < hi; i++ {
-		if b := r.seen[i]; b > 0 {
-			flush(i)
-			run = i + 1
-			graph.AdamUpdate(x[i*w:(i+1)*w], r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w], grad[int(b-1)*w:int(b)*w], &k)
-		}
-		r.t[i] = r.steps
-	}
-	flush(hi)
-}
+// denseValueCost is the time of one value's zero-gradient step in
+// nanoseconds (graph.AdamUpdate on a row in cache), for deciding whether to
+// split settling across cores.
+const denseValueCost = 0.5
 
 // grow adds rows with no Adam history (step count and moments zero).
 func (r *RowAdam) grow(rows int) {
@@ -221,16 +321,24 @@ func (r *RowAdam) grow(rows int) {
 		r.m = append(r.m, make([]float64, extra*r.width)...)
 		r.v = append(r.v, make([]float64, extra*r.width)...)
 		r.t = append(r.t, make([]int, extra)...)
+		r.done = append(r.done, make([]int, extra)...)
 	}
 }
 
 // Steps is the number of optimiser steps row i has taken (0 without an
 // optimiser or beyond its rows).
 func (p *Param) Steps(i int) int {
-	if p.opt == nil || i >= len(p.opt.t) {
+	r := p.opt
+	switch {
+	case r == nil || i >= len(r.t):
+		return 0
+	case r.Dense && i < r.stepped:
+		// Every row that existed at a dense step took it.
+		return r.steps
+	case r.Dense:
 		return 0
 	}
-	return p.opt.t[i]
+	return r.t[i]
 }
 
 // State is a table's values and its optimiser's: what a checkpoint of a
@@ -253,10 +361,17 @@ type RowAdamState struct {
 	Steps           int
 }
 
-// State returns the table's state (views; see State).
+// State returns the table's state (views; see State), every row up to
+// date.
 func (p *Param) State() State {
-	s := State{Data: p.Data}
+	p.Settle(nil)
+	s := State{Data: p.data}
 	if r := p.opt; r != nil {
+		if r.Dense {
+			for i := range r.t {
+				r.t[i] = p.Steps(i)
+			}
+		}
 		s.Opt = &RowAdamState{LR: r.lr, B1: r.b1, B2: r.b2, Eps: r.eps, Width: r.width, M: r.m, V: r.v, T: r.t, Dense: r.Dense, Steps: r.steps}
 	}
 	return s
@@ -265,8 +380,8 @@ func (p *Param) State() State {
 // SetState restores a state from State into a table of the same shape (one
 // Reset for the same data set), copying it; on error nothing changes.
 func (p *Param) SetState(s State) error {
-	if len(s.Data) != len(p.Data) {
-		return fmt.Errorf("local: state of %s has %d values, the table %d (%d rows of %d)", p.Name, len(s.Data), len(p.Data), p.Rows(), p.Width)
+	if len(s.Data) != len(p.data) {
+		return fmt.Errorf("local: state of %s has %d values, the table %d (%d rows of %d)", p.Name, len(s.Data), len(p.data), p.Rows(), p.Width)
 	}
 	var opt *RowAdam
 	if o := s.Opt; o != nil {
@@ -277,8 +392,17 @@ func (p *Param) SetState(s State) error {
 		}
 		opt = &RowAdam{lr: o.LR, b1: o.B1, b2: o.B2, eps: o.Eps, width: o.Width, Dense: o.Dense, steps: o.Steps,
 			m: append([]float64(nil), o.M...), v: append([]float64(nil), o.V...), t: append([]int(nil), o.T...)}
+		// A dense state is up to date (State settles): each row is done
+		// with the steps it counts, and the rows that took the last step
+		// are the ones that count it.
+		opt.done = append([]int(nil), o.T...)
+		if o.Dense {
+			for opt.stepped < rows && o.T[opt.stepped] == o.Steps && o.Steps > 0 {
+				opt.stepped++
+			}
+		}
 	}
-	copy(p.Data, s.Data)
+	copy(p.data, s.Data)
 	p.opt = opt
 	return nil
 }

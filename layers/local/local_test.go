@@ -57,7 +57,7 @@ func TestStepRejectsNonFinite(t *testing.T) {
 	p := New("qx", 2, func(_ *datasets.Dataset, i int, dst []float64) { dst[0], dst[1] = float64(i), 1 })
 	p.Reset(&datasets.Dataset{N: 3, D: 1, C: 2, X: make([]float64, 3), Y: make([]int, 3)})
 	p.SetOptimizer(0.1, false)
-	before := append([]float64(nil), p.Data...)
+	before := append([]float64(nil), p.Values()...)
 	err := p.Step([]int{0, 2}, []float64{1, 1, math.NaN(), 1})
 	if err == nil {
 		t.Fatal("NaN gradient accepted")
@@ -66,7 +66,7 @@ func TestStepRejectsNonFinite(t *testing.T) {
 		t.Fatalf("error %q does not name %q", err, want)
 	}
 	for i := range before {
-		if p.Data[i] != before[i] {
+		if p.Values()[i] != before[i] {
 			t.Fatalf("row value %d changed by a refused step", i)
 		}
 	}
@@ -85,7 +85,7 @@ func TestGrow(t *testing.T) {
 	ds2 := &datasets.Dataset{N: 3, D: 1, C: 2, X: []float64{5, 6, 7}, Y: []int{0, 1, 0}}
 	p.Grow(ds2)
 	if p.Rows() != 3 || p.Row(0)[0] != moved || p.Row(2)[0] != 7 {
-		t.Fatalf("after Grow: %v", p.Data)
+		t.Fatalf("after Grow: %v", p.Values())
 	}
 	if err := p.Step([]int{2}, []float64{1}); err != nil {
 		t.Fatalf("new row has no optimiser state: %v", err)
@@ -98,15 +98,11 @@ func TestGrow(t *testing.T) {
 // the sum of its gradients.
 func TestDenseRowAdamIsAdamOnTheWholeTable(t *testing.T) {
 	checkDenseIsAdam(t, 3, 6, 30)
-	// A table this large is stepped on several cores.
 	checkDenseIsAdam(t, 400, 600, 4)
 }
 
 func checkDenseIsAdam(t *testing.T, width, rows, steps int) {
 	t.Helper()
-	if !graph.Splits(rows, 1, denseValueCost*float64(width)) && width*rows > 1000 {
-		t.Logf("GOMAXPROCS %d: the split path is not exercised", runtime.GOMAXPROCS(0))
-	}
 	const lr = 0.05
 	rng := rand.New(rand.NewPCG(3, 4))
 	p := New("rows", width, func(_ *datasets.Dataset, _ int, dst []float64) {
@@ -116,7 +112,7 @@ func checkDenseIsAdam(t *testing.T, width, rows, steps int) {
 	})
 	p.Reset(&datasets.Dataset{N: rows, D: 1, C: 2, X: make([]float64, rows), Y: make([]int, rows)})
 	p.SetOptimizer(lr, true)
-	ref := append([]float64(nil), p.Data...)
+	ref := append([]float64(nil), p.Values()...)
 	adam := solvers.NewAdam(lr)
 	for step := 0; step < steps; step++ {
 		batch := []int{step % rows, (step + 2) % rows, step % rows} // a repeat
@@ -136,12 +132,185 @@ func checkDenseIsAdam(t *testing.T, width, rows, steps int) {
 			t.Fatal(err)
 		}
 		for j := range ref {
-			if d := math.Abs(p.Data[j] - ref[j]); d > 1e-12 {
-				t.Fatalf("step %d value %d: dense row Adam %v, Adam %v", step, j, p.Data[j], ref[j])
+			if d := math.Abs(p.Values()[j] - ref[j]); d > 1e-12 {
+				t.Fatalf("step %d value %d: dense row Adam %v, Adam %v", step, j, p.Values()[j], ref[j])
 			}
 		}
 		if p.Steps(5) != step+1 {
 			t.Fatalf("step %d: row 5 counts %d steps", step, p.Steps(5))
+		}
+	}
+}
+
+// eagerTable is the dense update written out as TensorFlow's Adam does it:
+// every row at every step, a zero gradient for the rows absent from the
+// batch, the gradients of a repeated row summed.
+type eagerTable struct {
+	width, steps int
+	x, m, v      []float64
+}
+
+func (e *eagerTable) step(rows []int, grad []float64) {
+	e.steps++
+	k := graph.NewAdamConsts(0.05, 0.9, 0.999, 1e-8, e.steps)
+	full := make([]float64, len(e.x))
+	in := make([]bool, len(e.x)/e.width)
+	for b, i := range rows {
+		in[i] = true
+		for c := range e.width {
+			full[i*e.width+c] += grad[b*e.width+c]
+		}
+	}
+	for i := range in {
+		lo, hi := i*e.width, (i+1)*e.width
+		g := full[lo:hi]
+		if !in[i] {
+			g = nil
+		}
+		graph.AdamUpdate(e.x[lo:hi], e.m[lo:hi], e.v[lo:hi], g, &k)
+	}
+}
+
+func (e *eagerTable) grow(rows int) {
+	n := rows * e.width
+	e.x = append(e.x, make([]float64, n-len(e.x))...)
+	e.m = append(e.m, make([]float64, n-len(e.m))...)
+	e.v = append(e.v, make([]float64, n-len(e.v))...)
+}
+
+// The dense update applied when rows are read equals the eager one bit for
+// bit, whenever and however the rows are read (one by one, a batch at a
+// time, the whole table, through a checkpoint restored mid-run), for rows
+// last read more steps ago than the remembered constants cover, rows never
+// in a batch, repeated rows and rows added by Grow. Each read is compared.
+func TestDenseDeferredIsEager(t *testing.T) {
+	const width = 3
+	rng := rand.New(rand.NewPCG(9, 10))
+	init := func(_ *datasets.Dataset, i int, dst []float64) {
+		for k := range dst {
+			dst[k] = float64(i) - 0.3*float64(k)
+		}
+	}
+	ds := func(n int) *datasets.Dataset {
+		return &datasets.Dataset{N: n, D: 1, C: 2, X: make([]float64, n), Y: make([]int, n)}
+	}
+	rows := 7
+	p := New("q", width, init)
+	p.Reset(ds(rows))
+	p.SetOptimizer(0.05, true)
+	e := &eagerTable{width: width, x: append([]float64(nil), p.data...)}
+	e.grow(rows)
+	same := func(when string, i int, got []float64) {
+		t.Helper()
+		for c, v := range got {
+			if want := e.x[i*width+c]; math.Float64bits(v) != math.Float64bits(want) {
+				t.Fatalf("%s: row %d value %d is %v read late, %v stepped eagerly", when, i, c, v, want)
+			}
+		}
+	}
+	// Row 6 takes a step, then sits out more steps than recent holds; row
+	// 5 is never in a batch.
+	batchOf := func(s int) []int {
+		if s == 0 {
+			return []int{6, 0, 6}
+		}
+		if s < recentSteps+50 {
+			return []int{s % 3, (s + 1) % 3}
+		}
+		// Random rows, row 5 excepted.
+		pick := func() int { return (5 + 1 + rng.IntN(rows-1)) % rows }
+		return []int{pick(), pick(), 6}
+	}
+	for s := 0; s < recentSteps+200; s++ {
+		if s == recentSteps+100 {
+			// A checkpoint restored into a fresh table mid-run, with rows
+			// owing steps.
+			q := New("q", width, init)
+			q.Reset(ds(rows))
+			if err := q.SetState(p.State()); err != nil {
+				t.Fatal(err)
+			}
+			p = q
+			// Rows appended to the data set join with no history.
+			rows += 2
+			p.Grow(ds(rows))
+			e.grow(rows)
+			copy(e.x[(rows-2)*width:], p.data[(rows-2)*width:])
+			for i := range rows {
+				if want := map[bool]int{true: s, false: 0}[i < rows-2]; p.Steps(i) != want {
+					t.Fatalf("after growing, row %d counts %d steps, want %d", i, p.Steps(i), want)
+				}
+			}
+		}
+		batch := batchOf(s)
+		g := make([]float64, len(batch)*width)
+		for k := range g {
+			g[k] = rng.NormFloat64()
+		}
+		e.step(batch, g)
+		if err := p.Step(batch, append([]float64(nil), g...)); err != nil {
+			t.Fatal(err)
+		}
+		// Reads of random rows, sparing row 6 while it lags.
+		read := func() int {
+			if s < recentSteps+50 {
+				return rng.IntN(6)
+			}
+			return rng.IntN(rows)
+		}
+		switch s % 5 {
+		case 1:
+			i := read()
+			same("Row", i, p.Row(i))
+		case 2:
+			pick := []int{read(), read()}
+			p.Settle(pick)
+			for _, i := range pick {
+				same("Settle", i, p.data[i*width:(i+1)*width])
+			}
+		}
+	}
+	for i := range rows {
+		same("Values", i, p.Values()[i*width:(i+1)*width])
+		if p.Steps(i) != e.steps {
+			t.Fatalf("row %d counts %d steps, want %d", i, p.Steps(i), e.steps)
+		}
+	}
+	if row5 := p.Row(5); row5[0] != 5 {
+		t.Fatalf("row 5, never in a batch, moved to %v", row5)
+	}
+}
+
+// A wide table's rows are settled on several cores, with the same values.
+func TestDenseDeferredSplits(t *testing.T) {
+	const width, rows, steps = 2000, 64, 20
+	p := New("q", width, func(_ *datasets.Dataset, i int, dst []float64) {
+		for k := range dst {
+			dst[k] = float64(i*k%7) - 3
+		}
+	})
+	p.Reset(&datasets.Dataset{N: rows, D: 1, C: 2, X: make([]float64, rows), Y: make([]int, rows)})
+	p.SetOptimizer(0.05, true)
+	e := &eagerTable{width: width, x: append([]float64(nil), p.data...)}
+	e.grow(rows)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for s := range steps {
+		batch := []int{s % rows, (3 * s) % rows}
+		g := make([]float64, len(batch)*width)
+		for k := range g {
+			g[k] = rng.NormFloat64()
+		}
+		e.step(batch, g)
+		if err := p.Step(batch, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !graph.Splits(rows, 1, denseValueCost*width*float64(steps-1)) {
+		t.Logf("GOMAXPROCS %d: the split path is not exercised", runtime.GOMAXPROCS(0))
+	}
+	for j, v := range p.Values() {
+		if math.Float64bits(v) != math.Float64bits(e.x[j]) {
+			t.Fatalf("value %d is %v settled, %v stepped eagerly", j, v, e.x[j])
 		}
 	}
 }
@@ -186,9 +355,9 @@ func TestStateRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for i, v := range a.Data {
-			if b.Data[i] != v {
-				t.Fatalf("dense %v: value %d is %v after a restore, %v without", dense, i, b.Data[i], v)
+		for i, v := range a.Values() {
+			if b.Values()[i] != v {
+				t.Fatalf("dense %v: value %d is %v after a restore, %v without", dense, i, b.Values()[i], v)
 			}
 		}
 	}
@@ -202,20 +371,23 @@ func TestStateRoundTrip(t *testing.T) {
 }
 
 // BenchmarkDenseRowAdam times one dense step of a q(x_i) table at MNIST's
-// width (a mean and a variance per pixel), 6 000 rows and a batch of 200:
-// the dense update is O(rows·width) per step, so MNIST's 60 000 rows cost
-// ten times this.
+// width (a mean and a variance per pixel), 6 000 rows and a batch of 200,
+// the batches sweeping the table as an epoch's do, each read as the
+// training graph reads it: a step's cost is every row's zero-gradient
+// update (O(rows·width)), carried by the batch's rows, so MNIST's 60 000
+// rows cost ten times this.
 func BenchmarkDenseRowAdam(b *testing.B) {
 	const rows, width, batch = 6000, 2 * 784, 200
-	p := &Param{Name: "qx", Width: width, Data: make([]float64, rows*width)}
+	p := &Param{Name: "qx", Width: width, data: make([]float64, rows*width)}
 	p.SetOptimizer(0.001, true)
 	idx := make([]int, batch)
 	grad := make([]float64, batch*width)
-	for i := range idx {
-		idx[i] = i * (rows / batch)
-	}
 	b.ResetTimer()
-	for range b.N {
+	for n := range b.N {
+		for i := range idx {
+			idx[i] = (n*batch + i) % rows
+		}
+		p.Settle(idx)
 		for i := range grad {
 			grad[i] = 1e-3
 		}

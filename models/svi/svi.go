@@ -241,6 +241,11 @@ func (o *Objective) Batch() int { return o.b }
 // Load fills the graph's inputs for batch b.
 func (o *Objective) Load(b solvers.Batch) {
 	ds, D, w := o.data, o.d, o.width
+	// Rows owing updates (a dense local optimiser) are brought up to date
+	// together, on several cores, before they are copied.
+	for _, f := range o.locals {
+		f.p.Settle(b.Index)
+	}
 	for r, i := range b.Index {
 		copy(o.x.data[r*D:(r+1)*D], ds.X[i*D:(i+1)*D])
 		copy(o.y.data[r*w:(r+1)*w], o.targets[i*w:(i+1)*w])

@@ -25,10 +25,17 @@ func Adam(x, m, v, g []float64, k *AdamConsts) {
 	n := len(x)
 	m, v = m[:n], v[:n]
 	done := 0
-	if hasExpKernel && n >= 4 {
+	switch {
+	case adam512 && n >= 8:
 		if g != nil {
-			g = g[:n]
-			adamKernel(&x[0], &m[0], &v[0], &g[0], n/4, k)
+			adamKernel512(&x[0], &m[0], &v[0], &g[0], n/8, k)
+		} else {
+			adamDecayKernel512(&x[0], &m[0], &v[0], n/8, k)
+		}
+		done = n / 8 * 8
+	case hasExpKernel && n >= 4:
+		if g != nil {
+			adamKernel(&x[0], &m[0], &v[0], &g[:n][0], n/4, k)
 		} else {
 			adamDecayKernel(&x[0], &m[0], &v[0], n/4, k)
 		}
@@ -40,6 +47,10 @@ func Adam(x, m, v, g []float64, k *AdamConsts) {
 		adamDecayScalar(x[done:], m[done:], v[done:], k)
 	}
 }
+
+// adam512 selects the eight-lane kernels (set on a CPU with AVX-512, unless
+// GPC_GEMM=avx2 keeps the AVX2 ones).
+var adam512 bool
 
 // adamScalar is Adam's loop in Go. The explicit float64 conversions forbid
 // fusing a product into an addition, which the kernel does not do either

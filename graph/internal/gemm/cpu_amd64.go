@@ -120,3 +120,14 @@ func adamKernel(x, m, v, grad *float64, groups int, k *AdamConsts)
 
 //go:noescape
 func adamDecayKernel(x, m, v *float64, groups int, k *AdamConsts)
+
+// adamKernel512 and adamDecayKernel512 are the same loops eight lanes at a
+// time, in adam_amd64.s; used when adam512 is set.
+//
+//go:noescape
+func adamKernel512(x, m, v, grad *float64, groups int, k *AdamConsts)
+
+//go:noescape
+func adamDecayKernel512(x, m, v *float64, groups int, k *AdamConsts)
+
+func init() { adam512 = KernelName == "avx512" }

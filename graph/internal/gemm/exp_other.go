@@ -9,3 +9,7 @@ func rootDistKernel(r, t, c, zz *float64, groups int, xi, a float64) {}
 func adamKernel(x, m, v, grad *float64, groups int, k *AdamConsts) {}
 
 func adamDecayKernel(x, m, v *float64, groups int, k *AdamConsts) {}
+
+func adamKernel512(x, m, v, grad *float64, groups int, k *AdamConsts) {}
+
+func adamDecayKernel512(x, m, v *float64, groups int, k *AdamConsts) {}
