@@ -162,7 +162,11 @@ func (p *Param) Step(rows []int, grad []float64) error {
 		return err
 	}
 	if p.opt.Dense {
-		p.Settle(rows)
+		if len(p.data) <= eagerValues {
+			p.Settle(nil)
+		} else {
+			p.Settle(rows)
+		}
 		p.opt.denseStep(rows, grad, p.data)
 		return nil
 	}
@@ -303,11 +307,50 @@ func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
 	r.stepped = n
 	k := graph.NewAdamConsts(r.lr, r.b1, r.b2, r.eps, r.steps)
 	r.recent[r.steps%len(r.recent)] = k
+	if n*w <= eagerValues {
+		// A table this small stays in cache: one pass over it beats a call
+		// per owed step of every short row.
+		r.eagerStep(rows, first, grad, x, &k)
+		return
+	}
 	for _, b := range first {
 		i := rows[b]
 		graph.AdamUpdate(x[i*w:(i+1)*w], r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w], grad[b*w:(b+1)*w], &k)
 		r.done[i] = r.steps
 	}
+}
+
+// eagerValues is the size of the largest table (in values) stepped
+// eagerly, every row at every step: its rows, moments and the pass over
+// them fit in a core's cache. A variable for tests.
+var eagerValues = 1 << 16
+
+// eagerStep is denseStep's update of a table stepped whole: the batch's
+// rows (first: each row's first batch position) by their gradient, runs of
+// the other rows by a zero gradient, every row then up to date. The
+// table's rows are all up to date before (it was stepped so last time, or
+// Step settled it).
+func (r *RowAdam) eagerStep(rows, first []int, grad, x []float64, k *graph.AdamConsts) {
+	w := r.width
+	for _, b := range first {
+		r.seen[rows[b]] = int32(b + 1)
+	}
+	run := 0
+	flush := func(end int) {
+		if end > run {
+			graph.AdamUpdate(x[run*w:end*w], r.m[run*w:end*w], r.v[run*w:end*w], nil, k)
+		}
+	}
+	for i := range r.done {
+		if b := r.seen[i]; b > 0 {
+			flush(i)
+			run = i + 1
+			graph.AdamUpdate(x[i*w:(i+1)*w], r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w], grad[int(b-1)*w:int(b)*w], k)
+			r.seen[i] = 0
+		}
+		r.done[i] = r.steps
+	}
+	flush(len(r.done))
 }
 
 // denseValueCost is the time of one value's zero-gradient step in

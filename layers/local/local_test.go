@@ -184,6 +184,14 @@ func (e *eagerTable) grow(rows int) {
 // last read more steps ago than the remembered constants cover, rows never
 // in a batch, repeated rows and rows added by Grow. Each read is compared.
 func TestDenseDeferredIsEager(t *testing.T) {
+	// Small tables are stepped whole; this one is deferred too.
+	t.Run("whole", checkDeferredIsEager)
+	defer func(v int) { eagerValues = v }(eagerValues)
+	eagerValues = 0
+	t.Run("deferred", checkDeferredIsEager)
+}
+
+func checkDeferredIsEager(t *testing.T) {
 	const width = 3
 	rng := rand.New(rand.NewPCG(9, 10))
 	init := func(_ *datasets.Dataset, i int, dst []float64) {
