@@ -25,7 +25,50 @@ import (
 // the input model are moved away from their initial values first, so that
 // no term is trivially zero.
 func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, error) {
-	const n, d, m = 8, 2, 4
+	return checkGradients(opts, order, seed, 2)
+}
+
+// checkGradients is CheckGradients with d features: wide enough inputs
+// take other paths (NIMGP_FO's closed-form Δ for a dot-product kernel).
+func checkGradients(opts Options, order int, seed uint64, d int) (graph.CheckReport, error) {
+	mod, ds, rng, err := gradcheckModel(opts, seed, d)
+	if err != nil {
+		return graph.CheckReport{}, err
+	}
+	switch mod.Opts.Inference {
+	case "ep":
+		return checkEPGradients(mod, ds, order)
+	case "mf":
+		return checkMFGradients(mod, ds, order, rng)
+	}
+	obj, err := mod.newObjective(ds)
+	if err != nil {
+		return graph.CheckReport{}, err
+	}
+	defer obj.Close()
+	obj.Load(solvers.FullBatch(ds.N))
+	if err := obj.Sync(); err != nil {
+		return graph.CheckReport{}, err
+	}
+	// A small step keeps finite differences from crossing ReLU kinks of the
+	// networks; Richardson extrapolation keeps the truncation error negligible.
+	// Not smaller than 1e-4: the second-order cost sums every gradient entry,
+	// and at 1e-5 its round-off alone reached 1e-6 relative on σ₀².
+	co := graph.CheckOptions{Step: 1e-4, Seed: seed}
+	switch order {
+	case 1:
+		return graph.CheckGrad(obj.Cost(), obj.Wrt(), co)
+	case 2:
+		return graph.CheckGrad2(obj.Cost(), obj.Wrt(), co)
+	}
+	return graph.CheckReport{}, fmt.Errorf("models: gradient check of order %d; want 1 or 2", order)
+}
+
+// gradcheckModel returns CheckGradients' model, initialised on its random
+// problem of d features and moved away from its initial values, with the
+// problem and the random stream.
+func gradcheckModel(opts Options, seed uint64, d int) (*Model, *datasets.Dataset, *rand.Rand, error) {
+	const n, m = 8, 4
 	c := 3
 	opts.Posterior.Inducing, opts.Train.Batch = m, n
 	if opts.Inputs.Hidden == nil {
@@ -37,7 +80,7 @@ func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, er
 	opts.Train.Seed = seed
 	mod, err := New(opts)
 	if err != nil {
-		return graph.CheckReport{}, err
+		return nil, nil, nil, err
 	}
 	if cc, ok := mod.lik.(likelihoods.ClassCounter); ok {
 		c = cc.Classes()
@@ -57,7 +100,7 @@ func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, er
 		}
 	}
 	if err := mod.initialize(ds, io.Discard); err != nil {
-		return graph.CheckReport{}, err
+		return nil, nil, nil, err
 	}
 	// σ₀² starts at e⁻²⁰, where its gradient (~1e-8) is below the
 	// finite-difference round-off; check it at a value where it matters.
@@ -67,7 +110,7 @@ func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, er
 		}
 	}
 	if err := mod.post.InitPrior(); err != nil {
-		return graph.CheckReport{}, err
+		return nil, nil, nil, err
 	}
 	for c := range mod.post.Mean {
 		for i := range mod.post.Mean[c].Data {
@@ -80,33 +123,7 @@ func CheckGradients(opts Options, order int, seed uint64) (graph.CheckReport, er
 	if p, ok := mod.inputs.(inputs.Perturber); ok {
 		p.Perturb(rng)
 	}
-	switch mod.Opts.Inference {
-	case "ep":
-		return checkEPGradients(mod, ds, order)
-	case "mf":
-		return checkMFGradients(mod, ds, order, rng)
-	}
-	obj, err := mod.newObjective(ds)
-	if err != nil {
-		return graph.CheckReport{}, err
-	}
-	defer obj.Close()
-	obj.Load(solvers.FullBatch(n))
-	if err := obj.Sync(); err != nil {
-		return graph.CheckReport{}, err
-	}
-	// A small step keeps finite differences from crossing ReLU kinks of the
-	// networks; Richardson extrapolation keeps the truncation error negligible.
-	// Not smaller than 1e-4: the second-order cost sums every gradient entry,
-	// and at 1e-5 its round-off alone reached 1e-6 relative on σ₀².
-	co := graph.CheckOptions{Step: 1e-4, Seed: seed}
-	switch order {
-	case 1:
-		return graph.CheckGrad(obj.Cost(), obj.Wrt(), co)
-	case 2:
-		return graph.CheckGrad2(obj.Cost(), obj.Wrt(), co)
-	}
-	return graph.CheckReport{}, fmt.Errorf("models: gradient check of order %d; want 1 or 2", order)
+	return mod, ds, rng, nil
 }
 
 // checkEPGradients compares the graph gradient of −log Z_EP at EP's fixed

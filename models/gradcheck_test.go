@@ -2,7 +2,14 @@ package models
 
 import (
 	"fmt"
+	"math"
 	"testing"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/kernels"
+	"github.com/gpc-dev/gpc/solvers"
 )
 
 // The ELBO gradient of every preset, with given (heteroscedastic) and learned
@@ -63,4 +70,61 @@ func TestELBOGradientsCompositions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// NIMGP_FO with the polynomial kernel and learned noise on inputs wide
+// enough (D = 12 against M = 4) that Δ takes its closed form
+// (variational.Built.InflatedClassMarginals), as on MNIST.
+func TestELBOGradientsClosedFormDelta(t *testing.T) {
+	o := withNoise(Options{Model: "nimgp-fo", Kernel: KernelOptions{Name: "poly"}}, 0, true)
+	for order := 1; order <= 2; order++ {
+		rep, err := checkGradients(o, order, 2, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(rep.MaxRelErr <= 1e-6) {
+			t.Errorf("order %d: %s", order, rep.Worst())
+		}
+	}
+}
+
+// hiddenKernel hides the polynomial kernel's DotProduct (keeping its
+// white noise), so that NIMGP_FO differentiates the means.
+type hiddenKernel struct{ p *kernels.Polynomial }
+
+func (h hiddenKernel) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) { return h.p.K(s, x, z) }
+func (h hiddenKernel) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) { return h.p.Diag(s, x) }
+func (h hiddenKernel) Params() []*layers.Param                          { return h.p.Params() }
+func (h hiddenKernel) Noise(s *layers.Scope) (*G.Node, error)           { return h.p.Noise(s) }
+
+// The closed-form Δ gives the ELBO the differentiated one gives, at the
+// same parameters.
+func TestClosedFormDeltaELBO(t *testing.T) {
+	elbo := func(hide bool) float64 {
+		o := withNoise(Options{Model: "nimgp-fo", Kernel: KernelOptions{Name: "poly"}}, 0, true)
+		if hide {
+			o.Kernel.Factory = func(name string, d int, init KernelInit) kernels.Kernel {
+				return hiddenKernel{kernels.NewPolynomial(name, 9, d, init.Lengthscale, init.Variance, init.Noise)}
+			}
+		}
+		mod, ds, _, err := gradcheckModel(o, 2, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := mod.newObjective(ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer obj.Close()
+		loss, _, err := obj.Step(solvers.FullBatch(ds.N))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loss
+	}
+	closed, diff := elbo(false), elbo(true)
+	if math.Abs(closed-diff) > 1e-10*math.Abs(diff) {
+		t.Errorf("ELBO %v with the closed-form Δ, %v with the differentiated one", closed, diff)
+	}
+	t.Logf("ELBO %v, %v", closed, diff)
 }

@@ -14,7 +14,8 @@ import (
 // FirstOrder is the first-order input-noise model (NIMGP_FO): f at x̃ with
 // each latent function's variance inflated by Δ_i = ∂μ_c(x̃_i)ᵀ V_i ∂μ_c(x̃_i),
 // the gradient of the predictive mean coming from graph.Grad, so that it
-// works for any kernel and the ELBO is differentiated through it.
+// works for any kernel and the ELBO is differentiated through it; or Δ in
+// closed form from a Conditional that offers one (Inflater).
 type FirstOrder struct {
 	Config
 	noise *Noise
@@ -62,6 +63,19 @@ func (m *FirstOrder) Predict(t Test, f Conditional) (mu, v *G.Node, err error) {
 // gradient of Σ_i μ_c(x_i) with respect to x has row i equal to
 // ∂μ_c(x_i)/∂x_i, because μ_c(x_i) depends on no other row.
 func Inflated(f Conditional, x, noise *G.Node) (mu, v *G.Node, err error) {
+	if fi, can := f.(Inflater); can && closedForm {
+		mus, vs, ok, err := fi.InflatedClassMarginals(x, noise)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			if mu, err = graph.Stack(mus...); err != nil {
+				return nil, nil, err
+			}
+			v, err = graph.Stack(vs...)
+			return mu, v, err
+		}
+	}
 	mus, vs, err := f.ClassMarginals(x)
 	if err != nil {
 		return nil, nil, err
@@ -87,6 +101,18 @@ func Inflated(f Conditional, x, noise *G.Node) (mu, v *G.Node, err error) {
 	v, err = graph.Stack(vs...)
 	return mu, v, err
 }
+
+// Inflater is implemented by a Conditional that can build Inflated's
+// marginals itself, Δ in closed form rather than through the gradient of
+// the means (variational.Built, for dot-product kernels and noise
+// variances shared by all rows); ok is false when it cannot, and Inflated
+// differentiates the means.
+type Inflater interface {
+	InflatedClassMarginals(x, noise *G.Node) (mu, v []*G.Node, ok bool, err error)
+}
+
+// closedForm lets tests compare Inflater's Δ with the differentiated one.
+var closedForm = true
 
 // deltaTerm is g²·v, the summand of Δ_i = Σ_j g_ij² V_ij.
 var deltaTerm = &graph.ElemFunc{

@@ -24,6 +24,21 @@ type Kernel interface {
 	Params() []*layers.Param
 }
 
+// DotProduct is implemented by kernels of a weighted inner product,
+// k(x,z) = κ(q) with q = Σ_j w_j x_j z_j, whose gradient in x is
+// κ'(q)·w∘z. Through it a posterior mean's input gradient has a closed
+// form (NIMGP_FO's first-order term, see variational.Built).
+type DotProduct interface {
+	Kernel
+	// Inner returns the n×m weighted inner products x·diag(w)·zᵀ.
+	Inner(s *layers.Scope, x, z *G.Node) (*G.Node, error)
+	// InnerWeights returns the D-vector w.
+	InnerWeights(s *layers.Scope) (*G.Node, error)
+	// Profile returns κ(q) (the cross-covariances, as K gives them) and
+	// κ'(q), elementwise.
+	Profile(s *layers.Scope, q *G.Node) (k, dk *G.Node, err error)
+}
+
 // Noiser is implemented by kernels with a white-noise variance σ₀², which the
 // papers add to K(Z,Z) and to every marginal variance k(x,x) but not to
 // cross-covariances.
@@ -294,6 +309,33 @@ func (k *Polynomial) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 	e := &graph.Chain{}
 	dot := e.Do(k.weightedDot(s, x, z))
 	return k.power(s, e, dot)
+}
+
+// Inner implements DotProduct: x·diag(1/ℓ)·zᵀ.
+func (k *Polynomial) Inner(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
+	return k.weightedDot(s, x, z)
+}
+
+// InnerWeights implements DotProduct: the D-vector 1/ℓ.
+func (k *Polynomial) InnerWeights(s *layers.Scope) (*G.Node, error) {
+	w, _, err := k.weights(s)
+	return w, err
+}
+
+// Profile implements DotProduct: κ(q) = σ²(q + 1)^p and κ'(q) = σ²p(q + 1)^(p−1).
+func (k *Polynomial) Profile(s *layers.Scope, q *G.Node) (kq, dk *G.Node, err error) {
+	e := &graph.Chain{}
+	kq = e.Do(k.power(s, e, q))
+	if k.Degree == 0 {
+		return kq, e.Do(G.HadamardProd(q, G.NewConstant(0.0))), e.Err
+	}
+	v := e.Do(s.Node(k.Variance))
+	vp := e.Do(G.HadamardProd(v, G.NewConstant(float64(k.Degree))))
+	if e.Err != nil {
+		return nil, nil, e.Err
+	}
+	dk = e.Do(graph.PowAffine(q, vp, 1, k.Degree-1))
+	return kq, dk, e.Err
 }
 
 // power returns σ²(q + 1)^p for the weighted inner products q, one op

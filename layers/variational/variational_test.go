@@ -339,3 +339,185 @@ func TestMarginalsMatchExplicitFormulas(t *testing.T) {
 		}
 	}
 }
+
+// inflatedSetup builds a two-function posterior with a degree-3
+// polynomial kernel (an independent one per function, or one kernel and Z
+// shared), inputs x and input-noise variances V (a D-vector, or one per
+// entry when perRow) as trainable parameters, and returns the closed form's
+// marginals (nil when it declined) and the differentiated ones.
+func inflatedSetup(t *testing.T, m, n, d int, whitened, shared, perRow bool) (s *layers.Scope, g *G.ExprGraph, closed, viaGrad []*G.Node, ok bool) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(21, 22))
+	k0 := kernels.NewPolynomial("poly0", 3, d, 2.5, 0.8, 0)
+	ks := []kernels.Kernel{k0, kernels.NewPolynomial("poly1", 3, d, 1.7, 1.2, 0)}
+	zs := [][]float64{randData(rng, m, d), randData(rng, m, d)}
+	for i := range zs[0] {
+		zs[0][i] *= 0.5
+	}
+	if shared {
+		ks[1], zs = k0, zs[:1]
+	}
+	post, err := New("q", Config{Latent: 2, M: m, D: d, Whitened: whitened, Jitter: 1e-6, SharedZ: shared}, ks, zs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := range 2 {
+		for i := range post.Mean[c].Data {
+			post.Mean[c].Data[i] = rng.NormFloat64()
+		}
+		for i := range post.LRaw[c].Data {
+			post.LRaw[c].Data[i] += 0.1 * rng.NormFloat64()
+		}
+	}
+	g = G.NewGraph()
+	s = layers.NewScope(g)
+	xp := layers.NewParam("X", tensor.Shape{n, d}, 0, layers.Identity)
+	for i := range xp.Data {
+		xp.Data[i] = 0.4 * rng.NormFloat64()
+	}
+	vshape := tensor.Shape{d}
+	if perRow {
+		vshape = tensor.Shape{n, d}
+	}
+	vp := layers.NewParam("V", vshape, 0.2, layers.Exp)
+	for i := range vp.Data {
+		vp.Data[i] += 0.5 * rng.NormFloat64()
+	}
+	xn, _ := s.Raw(xp)
+	vn, err := s.Node(vp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := post.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mus, vs, ok, err := b.InflatedClassMarginals(xn, vn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The differentiated form: Δ = Σ_j V_j (∂μ_c/∂x_ij)², ∂μ_c/∂x from
+	// graph.Grad of Σ_i μ_c(x_i).
+	mu2, v2, err := b.ClassMarginals(xn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &graph.Chain{}
+	for c := range 2 {
+		gr, err := graph.Grad(e.Do(G.Sum(mu2[c])), xn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sq := e.Do(G.HadamardProd(gr[0], gr[0]))
+		var weighted *G.Node
+		if perRow {
+			weighted = e.Do(G.HadamardProd(sq, vn))
+		} else {
+			weighted = e.Do(G.HadamardProd(sq, e.Do(graph.BroadcastTo(vn, tensor.Shape{n, d}, []int{0}))))
+		}
+		delta := e.Do(G.Sum(weighted, 1))
+		viaGrad = append(viaGrad, mu2[c], e.Do(G.Add(v2[c], delta)))
+		if ok {
+			closed = append(closed, mus[c], vs[c])
+		}
+	}
+	if e.Err != nil {
+		t.Fatal(e.Err)
+	}
+	return s, g, closed, viaGrad, ok
+}
+
+// NIMGP_FO's first-order term in closed form, W S Wᵀ for a dot-product
+// kernel and noise shared by the rows, equals Σ_j V_j (∂μ/∂x_j)² with the
+// gradient from graph.Grad, whitened or not, with Z and the kernel shared
+// between the functions or not; its gradients with respect to every
+// parameter, the inputs and V match finite differences. It declines
+// (nothing built) for noise given per row, for a kernel that is not a dot
+// product and where it would cost more than the gradient.
+func TestInflatedClosedForm(t *testing.T) {
+	const m, n, d = 3, 8, 12
+	for _, whitened := range []bool{false, true} {
+		for _, shared := range []bool{false, true} {
+			s, g, closed, viaGrad, ok := inflatedSetup(t, m, n, d, whitened, shared, false)
+			if !ok {
+				t.Fatalf("whitened %v shared %v: the closed form declined", whitened, shared)
+			}
+			prog, err := graph.Compile(g, append(append(G.Nodes{}, closed...), viaGrad...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := prog.Run(); err != nil {
+				t.Fatal(err)
+			}
+			for k := range closed {
+				a, _ := prog.Float64s(closed[k])
+				b, _ := prog.Float64s(viaGrad[k])
+				for i := range a {
+					if math.Abs(a[i]-b[i]) > 1e-10*(1+math.Abs(b[i])) {
+						t.Fatalf("whitened %v shared %v: output %d row %d is %v in closed form, %v through the gradient", whitened, shared, k, i, a[i], b[i])
+					}
+				}
+			}
+			if k := len(closed) - 1; k > 0 {
+				a, _ := prog.Float64s(closed[k])
+				b, _ := prog.Float64s(closed[k-2])
+				if a[0] == b[0] {
+					t.Fatal("the two functions' variances coincide: the test would not see them swapped")
+				}
+			}
+			prog.Close()
+			// A scalar that weighs every mean and variance differently.
+			rng := rand.New(rand.NewPCG(7, 8))
+			e := &graph.Chain{}
+			var cost *G.Node
+			for _, out := range closed {
+				w := G.NewVector(g, G.Float64, G.WithShape(n), G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(randData(rng, n, 1)))))
+				term := e.Do(G.Sum(e.Do(G.HadamardProd(out, w))))
+				if cost == nil {
+					cost = term
+				} else {
+					cost = e.Do(G.Add(cost, term))
+				}
+			}
+			if e.Err != nil {
+				t.Fatal(e.Err)
+			}
+			_, params := s.Trainable()
+			for order, check := range []func(*G.Node, G.Nodes, graph.CheckOptions) (graph.CheckReport, error){graph.CheckGrad, graph.CheckGrad2} {
+				rep, err := check(cost, params, graph.CheckOptions{Seed: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !(rep.MaxRelErr <= 1e-6) {
+					t.Errorf("whitened %v shared %v, order %d: %s", whitened, shared, order+1, rep.Worst())
+				}
+			}
+		}
+	}
+	// An SE kernel is not a dot product.
+	k := kernels.NewSE("se", d, 1.3, 0.9, 0)
+	post, err := New("q", Config{Latent: 1, M: m, D: d}, []kernels.Kernel{k}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := G.NewGraph()
+	s := layers.NewScope(g)
+	b, err := post.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := G.NewMatrix(g, G.Float64, G.WithShape(n, d), G.WithName("x"), G.WithInit(G.Zeroes()))
+	v := G.NewVector(g, G.Float64, G.WithShape(d), G.WithName("v"), G.WithInit(G.Ones()))
+	if _, _, ok, err := b.InflatedClassMarginals(x, v); ok || err != nil {
+		t.Errorf("SE kernel: ok %v, err %v; want a refusal", ok, err)
+	}
+	if _, _, _, _, ok := inflatedSetup(t, m, n, d, false, false, true); ok {
+		t.Error("the closed form was built for noise given per row")
+	}
+	if _, _, _, _, ok := inflatedSetup(t, 10, n, 2, false, false, false); ok {
+		t.Error("the closed form was built where it costs more than the gradient (D = 2)")
+	}
+}
