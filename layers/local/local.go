@@ -83,10 +83,38 @@ func (p *Param) Settle(rows []int) {
 	}
 	// A row's cost is its pending steps times its width.
 	if cost := denseValueCost * float64(p.Width) * float64(pending) / float64(n); graph.Splits(n, 1, cost) {
+		// A row listed twice (a short batch's padding) must not be
+		// settled by two cores at once.
+		if rows != nil {
+			rows = r.distinct(rows)
+			n = len(rows)
+		}
 		graph.ParallelFor(n, 1, cost, func(lo, hi int) { p.settleRange(rows, lo, hi) })
 	} else {
 		p.settleRange(rows, 0, n)
 	}
+}
+
+// distinct returns rows without repeats, in a scratch slice valid until
+// the next call.
+func (r *RowAdam) distinct(rows []int) []int {
+	if len(r.mark) != len(r.done) {
+		r.mark = make([]uint32, len(r.done))
+	}
+	r.gen++
+	if r.gen == 0 { // wrapped: old marks could equal it
+		clear(r.mark)
+		r.gen = 1
+	}
+	out := r.distinctRows[:0]
+	for _, i := range rows {
+		if r.mark[i] != r.gen {
+			r.mark[i] = r.gen
+			out = append(out, i)
+		}
+	}
+	r.distinctRows = out
+	return out
 }
 
 // rowAt is the k-th row of a list, or row k when the list is nil (every
@@ -218,6 +246,10 @@ type RowAdam struct {
 	recentFrom int
 	seen       []int32 // scratch for denseStep: batch position + 1 per row
 	unique     []int   // scratch for denseStep: first batch position of each row
+	// mark, gen and distinctRows are Settle's scratch for dropping repeats.
+	mark         []uint32
+	gen          uint32
+	distinctRows []int
 }
 
 // recentSteps is how many dense steps' constants are kept: more than a few
