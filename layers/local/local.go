@@ -19,9 +19,9 @@ type InitFunc func(ds *datasets.Dataset, i int, dst []float64)
 
 // Param is an N×Width table of per-row parameters.
 //
-// Its values are read through Row, Rows and Values, never as a stored
-// slice: with the dense optimiser a row outside the recent batches is
-// brought up to date only when it is read (see RowAdam).
+// Its values are read through Row and Values (or after Settle), never as
+// a stored slice: with the dense optimiser a row outside the recent
+// batches is brought up to date only when it is read (see RowAdam).
 type Param struct {
 	// Name labels the rows in graphs and errors ("qx/mean").
 	Name string
