@@ -190,7 +190,7 @@ func (p *Param) Step(rows []int, grad []float64) error {
 		return err
 	}
 	if p.opt.Dense {
-		if len(p.data) <= eagerValues {
+		if p.opt.eager(p.Rows()) {
 			p.Settle(nil)
 		} else {
 			p.Settle(rows)
@@ -339,9 +339,7 @@ func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
 	r.stepped = n
 	k := graph.NewAdamConsts(r.lr, r.b1, r.b2, r.eps, r.steps)
 	r.recent[r.steps%len(r.recent)] = k
-	if n*w <= eagerValues {
-		// A table this small stays in cache: one pass over it beats a call
-		// per owed step of every short row.
+	if r.eager(n) {
 		r.eagerStep(rows, first, grad, x, &k)
 		return
 	}
@@ -352,10 +350,19 @@ func (r *RowAdam) denseStep(rows []int, grad, x []float64) {
 	}
 }
 
-// eagerValues is the size of the largest table (in values) stepped
-// eagerly, every row at every step: its rows, moments and the pass over
-// them fit in a core's cache. A variable for tests.
-var eagerValues = 1 << 16
+// eager reports whether a table of n rows is stepped whole, every row at
+// every step, rather than its rows settled when read: when it fits in a
+// core's cache, or when its rows are narrow, where a call per owed step of
+// each row costs more than streaming the table (settling when read, rows
+// of 20 values took 1.9 times as long as stepping whole, of 60 1.2 times,
+// of 200 0.94, of 1 568 (MNIST's mean and variance) 0.34;
+// BenchmarkDenseWidths).
+func (r *RowAdam) eager(n int) bool {
+	return n*r.width <= eagerValues || r.width < eagerWidth
+}
+
+// eagerValues and eagerWidth are eager's limits, variables for tests.
+var eagerValues, eagerWidth = 1 << 16, 128
 
 // eagerStep is denseStep's update of a table stepped whole: the batch's
 // rows (first: each row's first batch position) by their gradient, runs of
@@ -363,26 +370,45 @@ var eagerValues = 1 << 16
 // table's rows are all up to date before (it was stepped so last time, or
 // Step settled it).
 func (r *RowAdam) eagerStep(rows, first []int, grad, x []float64, k *graph.AdamConsts) {
-	w := r.width
 	for _, b := range first {
 		r.seen[rows[b]] = int32(b + 1)
 	}
-	run := 0
+	n := len(r.done)
+	// A large table is streamed by several cores.
+	if cost := eagerValueCost * float64(r.width); graph.Splits(n, 1, cost) {
+		graph.ParallelFor(n, 1, cost, func(lo, hi int) { r.eagerRows(lo, hi, grad, x, k) })
+	} else {
+		r.eagerRows(0, n, grad, x, k)
+	}
+	for _, b := range first {
+		r.seen[rows[b]] = 0
+	}
+}
+
+// eagerValueCost is the time of one value's step in a pass over a table
+// in nanoseconds, for deciding whether to split it across cores.
+const eagerValueCost = 1.5
+
+// eagerRows is eagerStep's pass over rows [lo, hi).
+func (r *RowAdam) eagerRows(lo, hi int, grad, x []float64, k *graph.AdamConsts) {
+	w := r.width
+	// Consecutive rows outside the batch are contiguous in x, m and v: one
+	// call updates each such run.
+	run := lo
 	flush := func(end int) {
 		if end > run {
 			graph.AdamUpdate(x[run*w:end*w], r.m[run*w:end*w], r.v[run*w:end*w], nil, k)
 		}
 	}
-	for i := range r.done {
+	for i := lo; i < hi; i++ {
 		if b := r.seen[i]; b > 0 {
 			flush(i)
 			run = i + 1
 			graph.AdamUpdate(x[i*w:(i+1)*w], r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w], grad[int(b-1)*w:int(b)*w], k)
-			r.seen[i] = 0
 		}
 		r.done[i] = r.steps
 	}
-	flush(len(r.done))
+	flush(hi)
 }
 
 // denseValueCost is the time of one value's zero-gradient step in

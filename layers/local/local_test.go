@@ -1,6 +1,7 @@
 package local
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -98,7 +99,12 @@ func TestGrow(t *testing.T) {
 // the sum of its gradients.
 func TestDenseRowAdamIsAdamOnTheWholeTable(t *testing.T) {
 	checkDenseIsAdam(t, 3, 6, 30)
-	checkDenseIsAdam(t, 400, 600, 4)
+	checkDenseIsAdam(t, 400, 600, 4) // settled when read
+	// Narrow rows are stepped whole; a table this large by several cores.
+	if !graph.Splits(3000, 1, eagerValueCost*100) {
+		t.Logf("GOMAXPROCS %d: the split path is not exercised", runtime.GOMAXPROCS(0))
+	}
+	checkDenseIsAdam(t, 100, 3000, 3)
 }
 
 func checkDenseIsAdam(t *testing.T, width, rows, steps int) {
@@ -186,8 +192,8 @@ func (e *eagerTable) grow(rows int) {
 func TestDenseDeferredIsEager(t *testing.T) {
 	// Small tables are stepped whole; this one is deferred too.
 	t.Run("whole", checkDeferredIsEager)
-	defer func(v int) { eagerValues = v }(eagerValues)
-	eagerValues = 0
+	defer func(v, w int) { eagerValues, eagerWidth = v, w }(eagerValues, eagerWidth)
+	eagerValues, eagerWidth = 0, 0
 	t.Run("deferred", checkDeferredIsEager)
 }
 
@@ -414,4 +420,49 @@ func BenchmarkDenseRowAdam(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(rows*width)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mvalues/s")
+}
+
+// BenchmarkDenseWidths times a dense step, the batches sweeping the table,
+// stepped whole and settled when read, for the row widths of the noisy-input
+// paper's tables (UCI's tens of features, MNIST's 784 and their doubles):
+// where eager's limits come from.
+func BenchmarkDenseWidths(b *testing.B) {
+	for _, shape := range [][2]int{{20, 20000}, {60, 10000}, {200, 5000}, {1568, 6000}} {
+		for _, whole := range []bool{true, false} {
+			width, rows := shape[0], shape[1]
+			b.Run(fmt.Sprintf("width%d-rows%d-whole=%v", width, rows, whole), func(b *testing.B) {
+				defer func(v, w int) { eagerValues, eagerWidth = v, w }(eagerValues, eagerWidth)
+				eagerValues, eagerWidth = 0, 0
+				if whole {
+					eagerWidth = width + 1
+				}
+				const batch = 200
+				p := &Param{Name: "qx", Width: width, data: make([]float64, rows*width)}
+				p.SetOptimizer(0.001, true)
+				idx := make([]int, batch)
+				grad := make([]float64, batch*width)
+				step := func(n int) {
+					for i := range idx {
+						idx[i] = (n*batch + i) % rows
+					}
+					p.Settle(idx)
+					for i := range grad {
+						grad[i] = 1e-3
+					}
+					if err := p.Step(idx, grad); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// Two sweeps first, so that rows owe what they do in steady state.
+				for n := range 2 * rows / batch {
+					step(n)
+				}
+				b.ResetTimer()
+				for n := range b.N {
+					step(n)
+				}
+				b.ReportMetric(float64(rows*width)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mvalues/s")
+			})
+		}
+	}
 }
