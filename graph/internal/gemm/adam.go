@@ -17,13 +17,17 @@ type AdamConsts struct {
 //	m ← b1·m + nb1·g,  v ← b2·v + (nb2·g)·g,  x ← x − (step·m)/(√v·rc2 + eps)
 //
 // m, v and g (when not nil) must be at least as long as x. Groups of four
-// go through the AVX2 kernel, bit for bit the scalar loop (which does the
-// rest, and all of it without the kernel): the square root and division
+// go through the AVX2 kernel and groups of eight through the AVX-512 one,
+// bit for bit the scalar loop (which does the rest, and all of it without
+// a kernel): the square root and division
 // four lanes at a time cost about what one does, and they were most of
 // the update's time, more than moving the moments through memory.
 func Adam(x, m, v, g []float64, k *AdamConsts) {
 	n := len(x)
 	m, v = m[:n], v[:n]
+	if g != nil {
+		g = g[:n] // a short gradient panics here, before a kernel reads past it
+	}
 	done := 0
 	switch {
 	case adam512 && n >= 8:
@@ -35,14 +39,14 @@ func Adam(x, m, v, g []float64, k *AdamConsts) {
 		done = n / 8 * 8
 	case hasExpKernel && n >= 4:
 		if g != nil {
-			adamKernel(&x[0], &m[0], &v[0], &g[:n][0], n/4, k)
+			adamKernel(&x[0], &m[0], &v[0], &g[0], n/4, k)
 		} else {
 			adamDecayKernel(&x[0], &m[0], &v[0], n/4, k)
 		}
 		done = n / 4 * 4
 	}
 	if g != nil {
-		adamScalar(x[done:], m[done:], v[done:], g[done:n], k)
+		adamScalar(x[done:], m[done:], v[done:], g[done:], k)
 	} else {
 		adamDecayScalar(x[done:], m[done:], v[done:], k)
 	}

@@ -95,3 +95,26 @@ func BenchmarkAdam(b *testing.B) {
 		}
 	})
 }
+
+// A gradient shorter than x panics before any kernel reads past its end,
+// leaving x, m and v as they were.
+func TestAdamShortGradient(t *testing.T) {
+	k := &AdamConsts{B1: 0.9, NB1: 0.1, B2: 0.999, NB2: 0.001, Step: 0.01, RC2: 1.2, Eps: 1e-8}
+	x, m, v := make([]float64, 16), make([]float64, 16), make([]float64, 16)
+	for i := range x {
+		x[i], m[i], v[i] = 1, 1e-3, 1e-4
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("a short gradient did not panic")
+			}
+		}()
+		Adam(x, m, v, make([]float64, 8), k)
+	}()
+	for i := range x {
+		if x[i] != 1 || m[i] != 1e-3 || v[i] != 1e-4 {
+			t.Fatalf("element %d changed to x %v, m %v, v %v before the panic", i, x[i], m[i], v[i])
+		}
+	}
+}
