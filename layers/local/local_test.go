@@ -401,13 +401,20 @@ func TestStateRoundTrip(t *testing.T) {
 // update (O(rows·width)), carried by the batch's rows, so MNIST's 60 000
 // rows cost ten times this.
 func BenchmarkDenseRowAdam(b *testing.B) {
-	const rows, width, batch = 6000, 2 * 784, 200
+	benchSweep(b, 6000, 2*784, 0)
+}
+
+// benchSweep times dense steps of a rows×width table with batches of 200
+// sweeping it, each batch settled as the training graph reads it, after
+// warm sweeps of the table (so that rows owe what they do in steady
+// state), and reports the table's values stepped per second.
+func benchSweep(b *testing.B, rows, width, warm int) {
+	const batch = 200
 	p := &Param{Name: "qx", Width: width, data: make([]float64, rows*width)}
 	p.SetOptimizer(0.001, true)
 	idx := make([]int, batch)
 	grad := make([]float64, batch*width)
-	b.ResetTimer()
-	for n := range b.N {
+	step := func(n int) {
 		for i := range idx {
 			idx[i] = (n*batch + i) % rows
 		}
@@ -418,6 +425,13 @@ func BenchmarkDenseRowAdam(b *testing.B) {
 		if err := p.Step(idx, grad); err != nil {
 			b.Fatal(err)
 		}
+	}
+	for n := range warm * rows / batch {
+		step(n)
+	}
+	b.ResetTimer()
+	for n := range b.N {
+		step(n)
 	}
 	b.ReportMetric(float64(rows*width)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mvalues/s")
 }
@@ -436,32 +450,7 @@ func BenchmarkDenseWidths(b *testing.B) {
 				if whole {
 					eagerWidth = width + 1
 				}
-				const batch = 200
-				p := &Param{Name: "qx", Width: width, data: make([]float64, rows*width)}
-				p.SetOptimizer(0.001, true)
-				idx := make([]int, batch)
-				grad := make([]float64, batch*width)
-				step := func(n int) {
-					for i := range idx {
-						idx[i] = (n*batch + i) % rows
-					}
-					p.Settle(idx)
-					for i := range grad {
-						grad[i] = 1e-3
-					}
-					if err := p.Step(idx, grad); err != nil {
-						b.Fatal(err)
-					}
-				}
-				// Two sweeps first, so that rows owe what they do in steady state.
-				for n := range 2 * rows / batch {
-					step(n)
-				}
-				b.ResetTimer()
-				for n := range b.N {
-					step(n)
-				}
-				b.ReportMetric(float64(rows*width)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mvalues/s")
+				benchSweep(b, rows, width, 2)
 			})
 		}
 	}
