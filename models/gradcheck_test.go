@@ -7,6 +7,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers"
 	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/solvers"
@@ -100,7 +101,7 @@ func (h hiddenKernel) Noise(s *layers.Scope) (*G.Node, error)           { return
 // The closed-form Δ gives the ELBO the differentiated one gives, at the
 // same parameters.
 func TestClosedFormDeltaELBO(t *testing.T) {
-	elbo := func(hide bool) float64 {
+	elbo := func(hide bool) (float64, int64) {
 		o := withNoise(Options{Model: "nimgp-fo", Kernel: KernelOptions{Name: "poly"}}, 0, true)
 		if hide {
 			o.Kernel.Factory = func(name string, d int, init KernelInit) kernels.Kernel {
@@ -116,15 +117,22 @@ func TestClosedFormDeltaELBO(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer obj.Close()
+		before := graph.MultiplyAdds()
 		loss, _, err := obj.Step(solvers.FullBatch(ds.N))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return loss
+		return loss, graph.MultiplyAdds() - before
 	}
-	closed, diff := elbo(false), elbo(true)
+	closed, closedMACs := elbo(false)
+	diff, diffMACs := elbo(true)
 	if math.Abs(closed-diff) > 1e-10*math.Abs(diff) {
 		t.Errorf("ELBO %v with the closed-form Δ, %v with the differentiated one", closed, diff)
 	}
-	t.Logf("ELBO %v, %v", closed, diff)
+	// The closed form is taken only where it is cheaper: fewer multiply-adds
+	// show that the model took it (equal counts, that it did not).
+	if closedMACs >= diffMACs {
+		t.Errorf("%d multiply-adds with the closed form, %d without: the closed form was not used", closedMACs, diffMACs)
+	}
+	t.Logf("ELBO %v, %v; multiply-adds %d, %d", closed, diff, closedMACs, diffMACs)
 }
