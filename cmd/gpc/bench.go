@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/gpc-dev/gpc/models"
 )
@@ -32,7 +33,7 @@ once products dominate), the rate achieved, the heap allocations of an
 iteration, and the share of the process's CPU time spent in matrix products
 and triangular solves and products (read it on a quiet machine: a call's
 time includes any wait for a core).`)
-	model := f.String("model", "all", "model `NAME`: "+modelList()+" or all (the stepwise ones)")
+	model := f.String("model", "all", "model `NAME`: "+modelList()+", a comma-separated list of them, or all (the stepwise ones)")
 	config := f.String("config", "waveform", "`configuration`: waveform, mnist, uci2 or uci10")
 	iters := f.Int("iters", 20, "timed `iterations` per model (after 2 warm-up iterations)")
 	localAdam := f.String("local-adam", "dense", "NIMGP's per-row q(x_i) `update`: dense (every row at every step, as the authors' TensorFlow Adam; O(N·d)) or lazy (the batch's rows; O(B·d))")
@@ -53,16 +54,24 @@ time includes any wait for a core).`)
 			}
 		}
 	} else {
-		k, err := parseModel(*model)
-		if err != nil {
-			return err
+		// A list (mgp,nimgp-fo) interleaves just those models: a ratio to
+		// MGP without the minutes the other presets take.
+		names := strings.Split(*model, ",")
+		for _, name := range names {
+			k, err := parseModel(strings.TrimSpace(name))
+			if err != nil {
+				return err
+			}
+			if p, _ := models.LookupPreset(k); p.Inference != "svi" {
+				if len(names) > 1 {
+					return usagef("--model %q: %s is timed per fit, on its own (--model %s)", *model, k, k)
+				}
+				// EP and the mean-field model fit by L-BFGS on the whole data
+				// set: their cost is seconds per fit, not per minibatch step.
+				return benchFits(ctx, stdout, k, *iters)
+			}
+			kinds = append(kinds, k)
 		}
-		if p, _ := models.LookupPreset(k); p.Inference != "svi" {
-			// EP and the mean-field model fit by L-BFGS on the whole data
-			// set: their cost is seconds per fit, not per minibatch step.
-			return benchFits(ctx, stdout, k, *iters)
-		}
-		kinds = []string{k}
 	}
 	if _, ok := BenchConfigs[*config]; !ok {
 		return usagef("unknown --config %q (want waveform, mnist, uci2 or uci10)", *config)
