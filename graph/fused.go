@@ -113,11 +113,11 @@ type elemOp struct {
 	// rowArgs has bit a set when argument a is a d-vector (the same row
 	// for every row).
 	rowArgs uint64
-	// addend, on the adjoint of one matrix argument or on a Map with the
-	// slice forms, adds a last input (another gradient contribution of the
-	// same node) to the output: the sum costs no separate pass (see
-	// withAddend).
-	addend bool
+	// addends, on the adjoint of one matrix argument or on a Map with the
+	// slice forms, is how many last inputs (other gradient contributions of
+	// the same node) are added to the output: the sum costs no separate
+	// pass over memory, where an AddN of them would (see withAddend).
+	addends int
 }
 
 func (op elemOp) isRow(a int) bool { return op.rowArgs&(1<<a) != 0 }
@@ -154,10 +154,7 @@ func (op elemOp) Arity() int {
 	if op.grad {
 		n++
 	}
-	if op.addend {
-		n++
-	}
-	return n
+	return n + op.addends
 }
 
 func (op elemOp) Type() hm.Type {
@@ -177,7 +174,7 @@ func (op elemOp) Type() hm.Type {
 			out = ins[op.one-1]
 		}
 		ins = append(ins, g)
-		if op.addend {
+		for range op.addends {
 			ins = append(ins, 2)
 		}
 		return fnType(out, ins...)
@@ -185,7 +182,7 @@ func (op elemOp) Type() hm.Type {
 	if op.reduce {
 		return fnType(1, ins...)
 	}
-	if op.addend {
+	for range op.addends {
 		ins = append(ins, 2)
 	}
 	return fnType(2, ins...)
@@ -214,8 +211,11 @@ func (op elemOp) String() string {
 	if op.rowArgs != 0 {
 		dims += fmt.Sprintf(",rows%b", op.rowArgs)
 	}
-	if op.addend {
+	switch {
+	case op.addends == 1:
 		dims += ",+addend"
+	case op.addends > 1:
+		dims += fmt.Sprintf(",+%d addends", op.addends)
 	}
 	if op.grad && op.one > 0 {
 		return fmt.Sprintf("%s(%s)'%d(%s)", kind, op.f.Name, op.one-1, dims)
@@ -419,8 +419,8 @@ func (op elemOp) mapRows(in [][]float64, out, sums []float64, lo, hi int, row []
 		op.rows(in, i, row)
 		o := out[i*d : (i+1)*d]
 		op.f.FB(row, o)
-		if op.addend {
-			for j, v := range in[op.k][i*d : (i+1)*d] {
+		for _, x := range in[op.k : op.k+op.addends] {
+			for j, v := range x[i*d : (i+1)*d] {
 				o[j] += v
 			}
 		}
@@ -446,15 +446,15 @@ func (op elemOp) allPartialRows(in [][]float64, g, out []float64, lo, hi int, ro
 }
 
 // partialRows computes rows [lo, hi) of the adjoint of matrix argument
-// one−1, plus the addend if there is one.
+// one−1, plus the addends if there are any.
 func (op elemOp) partialRows(in [][]float64, g, out []float64, lo, hi int, row [][]float64) {
 	d, a := op.d, op.one-1
 	for i := lo; i < hi; i++ {
 		op.rows(in, i, row)
 		o := out[i*d : (i+1)*d]
 		op.scaledPartial(row, a, g, i, o)
-		if op.addend {
-			for j, v := range in[op.k+1][i*d : (i+1)*d] {
+		for _, x := range in[op.k+1 : op.k+1+op.addends] {
+			for j, v := range x[i*d : (i+1)*d] {
 				o[j] += v
 			}
 		}
@@ -499,11 +499,11 @@ func (op elemOp) scaledPartial(row [][]float64, a int, g []float64, i int, dst [
 }
 
 func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
-	if !op.grad && op.addend { // the addend's gradient is g; the rest as without it
+	if !op.grad && op.addends > 0 { // each addend's gradient is g; the rest as without them
 		plain := op
-		plain.addend = false
+		plain.addends = 0
 		grads, err := plain.SymDiff(in[:op.k], out, g)
-		return append(grads, g), err
+		return appendCopies(grads, g, op.addends), err
 	}
 	if !op.grad && op.f.FB != nil && op.f.DFB != nil {
 		grads := make(G.Nodes, op.k)
@@ -548,11 +548,11 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 		}
 		return grads, nil
 	}
-	if op.addend { // the addend's gradient is g; the rest as without it
+	if op.addends > 0 { // each addend's gradient is g; the rest as without them
 		plain := op
-		plain.addend = false
+		plain.addends = 0
 		grads, err := plain.SymDiff(in[:op.k+1], out, g)
-		return append(grads, g), err
+		return appendCopies(grads, g, op.addends), err
 	}
 	// The adjoints' own adjoint: rebuild each ḡ ⊙ ∂F/∂x_a from stock nodes
 	// and pull slice a of g back through it to every input, ḡ included.
@@ -633,7 +633,7 @@ func (op elemOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 // which withAddend can extend.
 func takesAddend(n *G.Node) bool {
 	op, is := n.Op().(elemOp)
-	if !is || op.addend {
+	if !is || op.addends > 0 {
 		return false
 	}
 	if !op.grad { // a Map computed row by row through its slice form
@@ -642,16 +642,29 @@ func takesAddend(n *G.Node) bool {
 	return op.one > 0 && !op.isRow(op.one-1)
 }
 
-// withAddend returns the node n (see takesAddend) plus x, an n×d matrix,
-// as one op. Backprop uses it to sum an argument's gradient
-// contributions without an AddN pass over memory.
-func withAddend(n, x *G.Node) (*G.Node, error) {
+// withAddend returns the node n (see takesAddend) plus the n×d matrices
+// xs, as one op. Backprop uses it to sum an argument's gradient
+// contributions without an AddN pass over memory: NIMGP_FO's inducing
+// inputs have three (the cross-covariances, K_ZZ and the first-order
+// term's Gram matrix), and the AddN of two of them was a pass over ten
+// 100×784 matrices a step on MNIST.
+func withAddend(n *G.Node, xs ...*G.Node) (*G.Node, error) {
 	op := n.Op().(elemOp)
-	if !sameShape(x.Shape(), tensor.Shape{op.n, op.d}) {
-		return nil, fmt.Errorf("graph: adding %v to the %dx%d adjoint %v", x.Shape(), op.n, op.d, op)
+	for _, x := range xs {
+		if !sameShape(x.Shape(), tensor.Shape{op.n, op.d}) {
+			return nil, fmt.Errorf("graph: adding %v to the %dx%d adjoint %v", x.Shape(), op.n, op.d, op)
+		}
 	}
-	op.addend = true
-	return applyOp(op, append(Inputs(n), x)...)
+	op.addends = len(xs)
+	return applyOp(op, append(Inputs(n), xs...)...)
+}
+
+// appendCopies appends k copies of g to grads.
+func appendCopies(grads G.Nodes, g *G.Node, k int) G.Nodes {
+	for range k {
+		grads = append(grads, g)
+	}
+	return grads
 }
 
 // elemPickOp takes slice a of a (k, n, d) tensor; elemPlaceOp is its

@@ -3,6 +3,7 @@ package graph
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -312,7 +313,7 @@ func TestFusedAdjointAddend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if op, ok := gr[0].Op().(elemOp); !ok || !op.addend {
+	if op, ok := gr[0].Op().(elemOp); !ok || op.addends == 0 {
 		t.Fatalf("∂cost/∂a is %v, want a fused adjoint with an addend", gr[0].Op())
 	}
 	checkBoth(t, build)
@@ -426,4 +427,64 @@ func TestFusedLinearRowArgument(t *testing.T) {
 		a, v := matrix(g, "a", 3, 4, randMat(rng, 3, 4)...), vec(g, "v", randMat(rng, 4, 1)...)
 		return nonlinearCost(t, rng, must(RowReduce(&linear, a, v))), G.Nodes{a, v}
 	})
+}
+
+// An argument with three gradient contributions, one of them a fused
+// adjoint, gets the other two added inside that op (no AddN), and the
+// derivatives check out at both orders: the inducing inputs of NIMGP_FO
+// have three (cross-covariances, K_ZZ and the first-order Gram matrix).
+func TestFusedAdjointTakesSeveralAddends(t *testing.T) {
+	build := func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		z := matrix(g, "z", 3, 4, randMat(rng, 3, 4)...)
+		w := vector(g, "w", randMat(rng, 1, 4))
+		x := matrix(g, "x", 5, 4, randMat(rng, 5, 4)...)
+		y := must(ScaleColumns(z, w)) // z's adjoint through it is a fused Map adjoint
+		c := nonlinearCost(t, rng, must(MatMul(y, x, false, true)))
+		c = must(G.Add(c, nonlinearCost(t, rng, must(MatMul(z, z, false, true)))))
+		c = must(G.Add(c, must(G.Sum(must(G.Tanh(z))))))
+		return c, G.Nodes{z, w, x}
+	}
+	g := G.NewGraph()
+	cost, params := build(g, rand.New(rand.NewPCG(61, 62)))
+	gr, err := Grad(cost, params...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, ok := gr[0].Op().(elemOp)
+	if !ok || op.addends < 2 {
+		t.Fatalf("∂cost/∂z is %v, want a fused adjoint with two or more addends", gr[0].Op())
+	}
+	for _, n := range g.AllNodes() {
+		if _, sum := n.Op().(addNOp); sum && slices.Contains(Inputs(gr[0]), n) {
+			t.Errorf("∂cost/∂z still sums contributions with %v before the adjoint", n.Op())
+		}
+	}
+	checkBoth(t, build)
+}
+
+// Two or more contributions ḡ_i ⊙ v_i (ScaleColumns' adjoints: z enters
+// K_Zx, K_ZZ and a Gram matrix with weights) are summed by one Map, the
+// other contributions added in it, and the derivatives check out at both
+// orders.
+func TestScaledColumnAdjointsSummedOnce(t *testing.T) {
+	build := func(g *G.ExprGraph, rng *rand.Rand) (*G.Node, G.Nodes) {
+		z := matrix(g, "z", 3, 4, randMat(rng, 3, 4)...)
+		w := vector(g, "w", randMat(rng, 1, 4))
+		u := vector(g, "u", randMat(rng, 1, 4))
+		c := nonlinearCost(t, rng, must(ScaleColumns(z, w)))
+		c = must(G.Add(c, nonlinearCost(t, rng, must(ScaleColumns(z, u)))))
+		c = must(G.Add(c, must(G.Sum(must(G.Tanh(z))))))
+		return c, G.Nodes{z, w, u}
+	}
+	g := G.NewGraph()
+	cost, params := build(g, rand.New(rand.NewPCG(63, 64)))
+	gr, err := Grad(cost, params...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, ok := gr[0].Op().(elemOp)
+	if !ok || op.f.Name != "pairProducts2" || op.addends != 1 {
+		t.Fatalf("∂cost/∂z is %v, want one sum of two scaled adjoints with the third added", gr[0].Op())
+	}
+	checkBoth(t, build)
 }

@@ -204,6 +204,9 @@ func addAll(ns G.Nodes) (*G.Node, error) {
 			if ns, err = sumOfTriangles(ns); err != nil {
 				return nil, err
 			}
+			if ns, err = sumOfPowers(ns); err != nil {
+				return nil, err
+			}
 			if p, rest := oneOuter(ns); p != nil {
 				return addOuter(rest, p)
 			}
@@ -259,19 +262,18 @@ func sumWithAddend(ns G.Nodes) (*G.Node, error) {
 	if len(ns) == 1 {
 		return ns[0], nil
 	}
+	if s, rest, err := sumScaledColumns(ns); err != nil || s != nil {
+		if err != nil || len(rest) == 0 {
+			return s, err
+		}
+		return withAddend(s, rest...)
+	}
 	for i, n := range ns {
 		if !takesAddend(n) {
 			continue
 		}
 		rest := append(append(G.Nodes(nil), ns[:i]...), ns[i+1:]...)
-		x := rest[0]
-		if len(rest) > 1 {
-			var err error
-			if x, err = AddN(rest...); err != nil {
-				return nil, err
-			}
-		}
-		return withAddend(n, x)
+		return withAddend(n, rest...)
 	}
 	return AddN(ns...)
 }

@@ -177,7 +177,7 @@ func TestMapTakesAddend(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range g.AllNodes() {
-		if op, ok := n.Op().(elemOp); ok && !op.grad && op.addend {
+		if op, ok := n.Op().(elemOp); ok && !op.grad && op.addends > 0 {
 			found = true
 		}
 	}

@@ -24,6 +24,14 @@ import (
 // x + shift by binary exponentiation, then times v. v̄ divides by v, so v
 // must be nonzero (a kernel variance is positive).
 func PowAffine(x, v *G.Node, shift float64, p int) (*G.Node, error) {
+	return PowAffineScaled(x, v, shift, p, 1)
+}
+
+// PowAffineScaled returns c·v·(x + shift)^p, PowAffine with a constant
+// factor: a polynomial kernel's derivative σ²p(x + 1)^(p−1) with its
+// variance node itself as v, so that its adjoint and the kernel's own
+// (both PowAffines of x and v) are summed in one pass (see Backprop).
+func PowAffineScaled(x, v *G.Node, shift float64, p int, c float64) (*G.Node, error) {
 	if p < 0 {
 		return nil, fmt.Errorf("graph.PowAffine: negative power %d", p)
 	}
@@ -35,7 +43,7 @@ func PowAffine(x, v *G.Node, shift float64, p int) (*G.Node, error) {
 			return nil, fmt.Errorf("graph.PowAffine: %v has dtype %v, want float64", a.Name(), a.Dtype())
 		}
 	}
-	return applyOp(powAffineOp{p: p, shift: shift, scale: 1, shape: x.Shape().Clone()}, x, v)
+	return applyOp(powAffineOp{p: p, shift: shift, scale: c, shape: x.Shape().Clone()}, x, v)
 }
 
 // powAffineOp is scale·v·g ⊙ (x + shift)^p, the factor g an argument

@@ -329,12 +329,10 @@ func (k *Polynomial) Profile(s *layers.Scope, q *G.Node) (kq, dk *G.Node, err er
 	if k.Degree == 0 {
 		return kq, e.Do(G.HadamardProd(q, G.NewConstant(0.0))), e.Err
 	}
+	// κ' with the variance node itself as its factor: q's adjoints from
+	// κ and κ' are then summed in one pass (graph.PowAffineScaled).
 	v := e.Do(s.Node(k.Variance))
-	vp := e.Do(G.HadamardProd(v, G.NewConstant(float64(k.Degree))))
-	if e.Err != nil {
-		return nil, nil, e.Err
-	}
-	dk = e.Do(graph.PowAffine(q, vp, 1, k.Degree-1))
+	dk = e.Do(graph.PowAffineScaled(q, v, 1, k.Degree-1, float64(k.Degree)))
 	return kq, dk, e.Err
 }
 

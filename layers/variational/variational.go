@@ -425,12 +425,11 @@ func (b *Built) classMarginals(x, noise *G.Node) (mu, v []*G.Node, err error) {
 		vc = e.Do(G.Add(vc, e.Do(graph.ColumnSumSquares(lp))))
 		if noise != nil && e.Err == nil {
 			// Δ = column sums of W ∘ (S W) with W = diag(α) κ' (M×n), as
-			// column sums of κ' ∘ (S' κ') with S' = S ∘ ααᵀ: α scales an
+			// the quadratic forms of κ' with S' = S ∘ ααᵀ: α scales an
 			// M×M matrix rather than an M×n one.
 			av := e.Do(graph.Reshape(alpha, tensor.Shape{p.M}))
 			sa := e.Do(G.HadamardProd(grams[c], e.Do(graph.Outer(av, av))))
-			sw := e.Do(graph.MatMul(sa, dks[c], false, false))
-			vc = e.Do(G.Add(vc, e.Do(G.Sum(e.Do(G.HadamardProd(sw, dks[c])), 0))))
+			vc = e.Do(G.Add(vc, e.Do(graph.QuadForm(sa, dks[c]))))
 		}
 		if e.Err != nil {
 			return nil, nil, fmt.Errorf("variational: marginals of latent function %d: %w", c, e.Err)
