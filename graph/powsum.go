@@ -9,6 +9,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // powTerm is one term c·g ⊙ (x + shift)^p of a powSumOp.
@@ -142,6 +144,10 @@ func (op powSumOp) Do(vs ...G.Value) (G.Value, error) {
 // PowAffine raises it, times x+shift once per unit step up to each next
 // power, each term added with its factor c_t·v.
 func (op powSumOp) block(out, x []float64, gs [][]float64, v float64, lo, hi int) {
+	if len(op.terms) == 2 { // κ and κ': AVX-512 takes the leading multiple of eight
+		t0, t1 := op.terms[0], op.terms[1]
+		lo += gemm.PowSum2(out[lo:hi], x[lo:hi], gs[0][lo:hi], gs[1][lo:hi], t0.p, t1.p-t0.p, op.shift, t0.scale*v, t1.scale*v)
+	}
 	var r, b [intPowBlock]float64
 	for s := lo; s < hi; s += intPowBlock {
 		e := min(s+intPowBlock, hi)

@@ -131,3 +131,14 @@ func adamKernel512(x, m, v, grad *float64, groups int, k *AdamConsts)
 func adamDecayKernel512(x, m, v *float64, groups int, k *AdamConsts)
 
 func init() { adam512 = KernelName == "avx512" }
+
+// powKernel512 and powSum2Kernel512 are PowShift's and PowSum2's loops, in
+// pow_amd64.s; used when pow512 is set.
+//
+//go:noescape
+func powKernel512(out, x, gr *float64, groups, p int, shift, scale float64, flags int)
+
+//go:noescape
+func powSum2Kernel512(out, x, g0, g1 *float64, groups, p0, d int, shift, c0, c1 float64, flags int)
+
+func init() { pow512 = KernelName == "avx512" }

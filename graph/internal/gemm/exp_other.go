@@ -13,3 +13,8 @@ func adamDecayKernel(x, m, v *float64, groups int, k *AdamConsts) {}
 func adamKernel512(x, m, v, grad *float64, groups int, k *AdamConsts) {}
 
 func adamDecayKernel512(x, m, v *float64, groups int, k *AdamConsts) {}
+
+func powKernel512(out, x, gr *float64, groups, p int, shift, scale float64, flags int) {}
+
+func powSum2Kernel512(out, x, g0, g1 *float64, groups, p0, d int, shift, c0, c1 float64, flags int) {
+}
