@@ -291,3 +291,50 @@ func ExampleAdamUpdate() {
 	// [0.9000 1.1000 1.0000 0.9000 0.9000]
 	// [0.8330 1.1670 1.0000 0.8330 0.8330]
 }
+
+// A polynomial kernel's value and slope from one factor node: κ(q) =
+// v(q+1)³ and κ'(q) = 3v(q+1)², whose adjoints q then receives as one op.
+func ExamplePowAffineScaled() {
+	g := G.NewGraph()
+	q := G.NewVector(g, G.Float64, G.WithShape(3), G.WithName("q"), G.WithValue(tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{1, -1, 0.5}))))
+	v := G.NewScalar(g, G.Float64, G.WithName("v"), G.WithValue(0.5))
+	k, _ := graph.PowAffine(q, v, 1, 3)
+	dk, err := graph.PowAffineScaled(q, v, 1, 2, 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	prog, _ := graph.Compile(g, k, dk)
+	if err := prog.Run(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	kv, _ := prog.Float64s(k)
+	dv, _ := prog.Float64s(dk)
+	fmt.Println(kv, dv)
+	// Output: [4 0 1.6875] [6 0 3.375]
+}
+
+// The quadratic forms k_jᵀ A k_j of a matrix's columns, and their gradient
+// with respect to A: Σ_j k_j k_jᵀ for a cost Σ_j q_j.
+func ExampleQuadForm() {
+	g := G.NewGraph()
+	a := G.NewMatrix(g, G.Float64, G.WithShape(2, 2), G.WithName("A"), G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{2, 0.5, 0.5, 1}))))
+	k := G.NewMatrix(g, G.Float64, G.WithShape(2, 3), G.WithName("K"), G.WithValue(tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float64{1, 0, 1, 0, 1, 1}))))
+	q, err := graph.QuadForm(a, k)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cost, _ := G.Sum(q)
+	ga, _ := graph.Grad(cost, a)
+	prog, _ := graph.Compile(g, q, ga[0])
+	if err := prog.Run(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	qv, _ := prog.Float64s(q)
+	gv, _ := prog.Float64s(ga[0])
+	fmt.Println(qv, gv)
+	// Output: [2 1 4] [2 1 1 2]
+}
