@@ -36,6 +36,8 @@ time includes any wait for a core).`)
 	model := f.String("model", "all", "model `NAME`: "+modelList()+", a comma-separated list of them, or all (the stepwise ones)")
 	config := f.String("config", "waveform", "`configuration`: waveform, mnist, uci2 or uci10")
 	iters := f.Int("iters", 20, "timed `iterations` per model (after 2 warm-up iterations)")
+	n := f.Int("n", 0, "training `rows` of random data (0: the configuration's; NIMGP's table of q(x_i) has one row per training row)")
+	warmup := f.Int("warmup", 2, "untimed `iterations` before timing (NIMGP's deferred dense update settles in after an epoch, N/batch steps)")
 	localAdam := f.String("local-adam", "dense", "NIMGP's per-row q(x_i) `update`: dense (every row at every step, as the authors' TensorFlow Adam; O(N·d)) or lazy (the batch's rows; O(B·d))")
 	pos, err := f.parse(args, stdout)
 	if err != nil {
@@ -84,7 +86,17 @@ time includes any wait for a core).`)
 		return usagef("--local-adam %q (want dense or lazy)", *localAdam)
 	}
 	cfg.LocalAdam = *localAdam
-	fmt.Fprintf(stdout, "config %s: batch %d, M %d, C %d, d %d, %s kernel, N %d, %s q(x_i) updates; %d iterations per model, models interleaved\n", cfg.Name, cfg.B, cfg.M, cfg.C, cfg.D, cfg.Kernel, cfg.N, cfg.LocalAdam, *iters)
+	if *n != 0 {
+		if *n < cfg.B {
+			return usagef("--n %d: fewer rows than the batch of %d", *n, cfg.B)
+		}
+		cfg.N = *n
+	}
+	if *warmup < 1 {
+		return usagef("--warmup %d: need at least 1 iteration", *warmup)
+	}
+	cfg.Warmup = *warmup
+	fmt.Fprintf(stdout, "config %s: batch %d, M %d, C %d, d %d, %s kernel, N %d, %s q(x_i) updates; %d iterations per model after %d untimed, models interleaved\n", cfg.Name, cfg.B, cfg.M, cfg.C, cfg.D, cfg.Kernel, cfg.N, cfg.LocalAdam, *iters, cfg.Warmup)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted")
 	}

@@ -30,6 +30,10 @@ type BenchConfig struct {
 	// Train.LocalAdam): "" or "dense", every row at every step, or "lazy",
 	// the batch's rows only.
 	LocalAdam string
+	// Warmup is how many untimed iterations come first (0: 2). NIMGP's
+	// deferred dense update reaches its steady state only after an epoch,
+	// N/B steps, once every row owes the steps of a pass.
+	Warmup int
 }
 
 // BenchConfigs are the configurations timed by `gpc bench`: Waveform
@@ -146,10 +150,14 @@ func BenchConfigured(kinds []string, cfg BenchConfig, iters int) ([]BenchStats, 
 	graph.TimeProducts(true)
 	defer graph.TimeProducts(false)
 	var ms runtime.MemStats
-	for it := -2; it < iters; it++ {
-		b := batches[(it+2)%len(batches)]
+	warm := cfg.Warmup
+	if warm <= 0 {
+		warm = 2
+	}
+	for it := -warm; it < iters; it++ {
+		b := batches[(it+warm)%len(batches)]
 		for q := range runs {
-			i := (q + it + 2) % len(runs)
+			i := (q + it + warm) % len(runs)
 			r := runs[i]
 			runtime.ReadMemStats(&ms)
 			a0 := ms.Mallocs

@@ -465,6 +465,27 @@ func TestCheckGradAndBench(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "ms/iter") {
 		t.Errorf("bench: status %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
+	// A list times just those models, with ratios; the table's size and the
+	// warm-up are the user's.
+	code, stdout, stderr = gpc(t, "bench", "--model", "mgp,nimgp", "--iters", "1", "--n", "120", "--warmup", "3")
+	if code != 0 || !strings.Contains(stdout, "N 120") || !strings.Contains(stdout, "after 3 untimed") ||
+		!strings.Contains(stdout, "ratio to mgp") || !strings.Contains(stdout, "\nnimgp ") || strings.Contains(stdout, "\nnimgp-fo") {
+		t.Errorf("bench of a list: status %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "mgp,ep"}, "ep is timed per fit"},
+		{[]string{"--model", "mgp,nope"}, "nope"},
+		{[]string{"--n", "10"}, "fewer rows than the batch"},
+		{[]string{"--warmup", "0"}, "--warmup 0"},
+	} {
+		code, _, stderr = gpc(t, append([]string{"bench", "--iters", "1"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("bench %v: status %d, stderr %q, want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
 }
 
 // binaryBlobs is two separated clouds labelled 0/1.
