@@ -2,6 +2,35 @@
 
 #include "textflag.h"
 
+// POW raises Z0 (b) to the power in R11 into Z1 by binary exponentiation,
+// in intPowShift's order: r takes b at the first set bit, then r·b at each
+// later one; b is squared while bits remain (Z13 holds 1.0, r for p = 0).
+// Clobbers R9, R10 and Z0; the labels are the caller's, distinct per use.
+#define POW(bits, after, nobit, mul, nosq) \
+	VMOVAPD Z13, Z1;   \
+	MOVQ    R11, R9;   \
+	MOVQ    $1, R10;   \
+bits:                  \
+	TESTQ   R9, R9;    \
+	JE      after;     \
+	TESTQ   $1, R9;    \
+	JE      nobit;     \
+	TESTQ   R10, R10;  \
+	JE      mul;       \
+	VMOVAPD Z0, Z1;    \
+	XORQ    R10, R10;  \
+	JMP     nobit;     \
+mul:                   \
+	VMULPD  Z0, Z1, Z1; \
+nobit:                 \
+	CMPQ    R9, $1;    \
+	JLE     nosq;      \
+	VMULPD  Z0, Z0, Z0; \
+nosq:                  \
+	SHRQ    $1, R9;    \
+	JMP     bits;      \
+after:
+
 // func powKernel512(out, x, gr *float64, groups, p int, shift, scale float64, flags int)
 //
 // out = scale·(x + shift)^p, times g first when flags bit 0 is set, eight
@@ -32,34 +61,7 @@ ploop:
 	VADDPD  Z15, Z0, Z0       // b = x + shift
 
 pnoshift:
-	VMOVAPD Z13, Z1           // r = 1 (p = 0)
-	MOVQ    R11, R9           // e = p
-	MOVQ    $1, R10           // first set bit not reached
-
-pbits:
-	TESTQ   R9, R9
-	JE      pafter
-	TESTQ   $1, R9
-	JE      pnobit
-	TESTQ   R10, R10
-	JE      pmul
-	VMOVAPD Z0, Z1            // r = b
-	XORQ    R10, R10
-	JMP     pnobit
-
-pmul:
-	VMULPD  Z0, Z1, Z1        // r·b
-
-pnobit:
-	CMPQ    R9, $1
-	JLE     pnosq
-	VMULPD  Z0, Z0, Z0        // b·b
-
-pnosq:
-	SHRQ    $1, R9
-	JMP     pbits
-
-pafter:
+	POW(pbits, pafter, pnobit, pmul, pnosq)
 	BTQ     $0, R12
 	JCC     pnog
 	VMULPD  (R8), Z1, Z1      // r·g
@@ -108,34 +110,7 @@ sloop:
 	VMOVAPD Z2, Z0
 
 snoshift:
-	VMOVAPD Z13, Z1
-	MOVQ    R11, R9
-	MOVQ    $1, R10
-
-sbits:
-	TESTQ   R9, R9
-	JE      safter
-	TESTQ   $1, R9
-	JE      snobit
-	TESTQ   R10, R10
-	JE      smul
-	VMOVAPD Z0, Z1
-	XORQ    R10, R10
-	JMP     snobit
-
-smul:
-	VMULPD  Z0, Z1, Z1
-
-snobit:
-	CMPQ    R9, $1
-	JLE     snosq
-	VMULPD  Z0, Z0, Z0
-
-snosq:
-	SHRQ    $1, R9
-	JMP     sbits
-
-safter:
+	POW(sbits, safter, snobit, smul, snosq)
 	VMULPD  (R8), Z1, Z3      // r·g0
 	VMULPD  Z12, Z3, Z3       // ·c0
 	MOVQ    R14, R9
