@@ -8,6 +8,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // ElemFunc is a scalar function of k arguments applied elementwise to k
@@ -420,9 +422,7 @@ func (op elemOp) mapRows(in [][]float64, out, sums []float64, lo, hi int, row []
 		o := out[i*d : (i+1)*d]
 		op.f.FB(row, o)
 		for _, x := range in[op.k : op.k+op.addends] {
-			for j, v := range x[i*d : (i+1)*d] {
-				o[j] += v
-			}
+			gemm.Add(o, x[i*d:(i+1)*d])
 		}
 		if sums != nil {
 			var s float64
@@ -454,9 +454,7 @@ func (op elemOp) partialRows(in [][]float64, g, out []float64, lo, hi int, row [
 		o := out[i*d : (i+1)*d]
 		op.scaledPartial(row, a, g, i, o)
 		for _, x := range in[op.k+1 : op.k+1+op.addends] {
-			for j, v := range x[i*d : (i+1)*d] {
-				o[j] += v
-			}
+			gemm.Add(o, x[i*d:(i+1)*d])
 		}
 	}
 }
@@ -467,6 +465,10 @@ func (op elemOp) columnSumRows(in [][]float64, g, acc []float64, lo, hi int, tmp
 	a := op.one - 1
 	for i := lo; i < hi; i++ {
 		op.rows(in, i, row)
+		if gr, _ := op.gRow(g, i); op.f == product && gr != nil {
+			gemm.MulAdd(acc, row[1-a], gr) // the partial and its sum in one pass
+			continue
+		}
 		op.scaledPartial(row, a, g, i, tmp)
 		for j, v := range tmp {
 			acc[j] += v
@@ -480,10 +482,7 @@ func (op elemOp) scaledPartial(row [][]float64, a int, g []float64, i int, dst [
 	if op.f == product && gr != nil {
 		// ḡ ⊙ ∂(ab)/∂a = ḡ ⊙ b in one pass, where the partial's copy and
 		// the scaling were two (ScaleColumns' adjoints are most of these).
-		other := row[1-a][:len(dst)]
-		for j, v := range gr[:len(dst)] {
-			dst[j] = other[j] * v
-		}
+		gemm.Mul(dst, row[1-a], gr)
 		return
 	}
 	op.f.DFB(row, a, dst)

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	G "gorgonia.org/gorgonia"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // ScaleColumns returns x·diag(v), x_ij·v_j, for an n×d matrix x and a
@@ -21,12 +23,7 @@ var product = &ElemFunc{
 	Cost: 0.5,
 	F:    func(x []float64) float64 { return x[0] * x[1] },
 	DF:   func(x, d []float64) { d[0], d[1] = x[1], x[0] },
-	FB: func(a [][]float64, out []float64) {
-		x, y := a[0][:len(out)], a[1][:len(out)]
-		for e := range out {
-			out[e] = x[e] * y[e]
-		}
-	},
+	FB:   func(a [][]float64, out []float64) { gemm.Mul(out, a[0], a[1]) },
 	DFB: func(a [][]float64, k int, out []float64) {
 		copy(out, a[1-k][:len(out)]) // ∂(ab)/∂a = b, ∂(ab)/∂b = a
 	},
@@ -126,15 +123,9 @@ func pairProducts(k int) *ElemFunc {
 			}
 		},
 		FB: func(a [][]float64, out []float64) {
-			x, y := a[0][:len(out)], a[1][:len(out)]
-			for e := range out {
-				out[e] = x[e] * y[e]
-			}
+			gemm.Mul(out, a[0], a[1])
 			for i := 2; i < len(a); i += 2 {
-				x, y := a[i][:len(out)], a[i+1][:len(out)]
-				for e := range out {
-					out[e] += x[e] * y[e]
-				}
+				gemm.MulAdd(out, a[i], a[i+1])
 			}
 		},
 		DFB: func(a [][]float64, i int, out []float64) { copy(out, a[i^1][:len(out)]) },

@@ -142,3 +142,17 @@ func powKernel512(out, x, gr *float64, groups, p int, shift, scale float64, flag
 func powSum2Kernel512(out, x, g0, g1 *float64, groups, p0, d int, shift, c0, c1 float64, flags int)
 
 func init() { pow512 = KernelName == "avx512" }
+
+// mulKernel512, mulAddKernel512 and addKernel512 are Mul's, MulAdd's and
+// Add's loops, in vec_amd64.s; used when vec512 is set.
+//
+//go:noescape
+func mulKernel512(dst, a, b *float64, groups int)
+
+//go:noescape
+func mulAddKernel512(dst, a, b *float64, groups int)
+
+//go:noescape
+func addKernel512(dst, a *float64, groups int)
+
+func init() { vec512 = KernelName == "avx512" }

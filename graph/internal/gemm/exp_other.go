@@ -18,3 +18,9 @@ func powKernel512(out, x, gr *float64, groups, p int, shift, scale float64, flag
 
 func powSum2Kernel512(out, x, g0, g1 *float64, groups, p0, d int, shift, c0, c1 float64, flags int) {
 }
+
+func mulKernel512(dst, a, b *float64, groups int) {}
+
+func mulAddKernel512(dst, a, b *float64, groups int) {}
+
+func addKernel512(dst, a *float64, groups int) {}
