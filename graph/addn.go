@@ -7,6 +7,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // addNOp sums any number of same-shaped tensors.
@@ -70,9 +72,7 @@ func addRange(out []float64, in [][]float64, lo, hi int) {
 	dst := out[lo:hi]
 	copy(dst, in[0][lo:hi])
 	for _, x := range in[1:] {
-		for i, v := range x[lo:hi] {
-			dst[i] += v
-		}
+		gemm.Add(dst, x[lo:hi])
 	}
 }
 

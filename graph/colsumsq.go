@@ -7,6 +7,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // ColumnSumSquares returns the n-vector s_j = Σ_i a_ij² of an m×n matrix:
@@ -54,15 +56,10 @@ func (op colSumSqOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("graph: %v got %d values", op, len(a))
 	}
 	out := op.buf.take(n)
-	row := a[:n]
-	for j, v := range row {
-		out[j] = v * v
-	}
+	gemm.Mul(out, a[:n], a[:n])
 	for i := 1; i < m; i++ {
-		row = a[i*n : (i+1)*n]
-		for j, v := range row {
-			out[j] += v * v
-		}
+		row := a[i*n : (i+1)*n]
+		gemm.MulAdd(out, row, row)
 	}
 	return op.buf.owned(tensor.Shape{n}, out), nil
 }

@@ -9,6 +9,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // Gorgonia's elementwise ops and sums spend more on bookkeeping than on
@@ -351,9 +353,7 @@ func binVV(k binKind, a, b, out []float64) {
 			out[i] = v - b[i]
 		}
 	case binMul:
-		for i, v := range a {
-			out[i] = v * b[i]
-		}
+		gemm.Mul(out, a, b)
 	case binDiv:
 		for i, v := range a {
 			out[i] = v / b[i]

@@ -118,10 +118,7 @@ func (op quadFormOp) Do(vs ...G.Value) (G.Value, error) {
 	out := op.buf.take(n)
 	clear(out)
 	for i := 0; i < m; i++ {
-		kr, tr := k[i*n:(i+1)*n], t[i*n:(i+1)*n]
-		for j, v := range kr {
-			out[j] += v * tr[j]
-		}
+		gemm.MulAdd(out, k[i*n:(i+1)*n], t[i*n:(i+1)*n])
 	}
 	return op.buf.owned(tensor.Shape{n}, out), nil
 }
