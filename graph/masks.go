@@ -105,12 +105,17 @@ func (op symOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	n := op.n
 	out := op.buf.take(n * n)
+	symmetrize(out, x, n, op.scale)
+	return op.buf.owned(tensor.Shape{n, n}, out), nil
+}
+
+// symmetrize sets out = scale·(x + xᵀ) for n×n matrices.
+func symmetrize(out, x []float64, n int, scale float64) {
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
-			out[i*n+j] = op.scale * (x[i*n+j] + x[j*n+i])
+			out[i*n+j] = scale * (x[i*n+j] + x[j*n+i])
 		}
 	}
-	return op.buf.owned(tensor.Shape{n, n}, out), nil
 }
 func (op symOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	r, err := applyOp(op, g)

@@ -104,11 +104,7 @@ func (op quadFormOp) Do(vs ...G.Value) (G.Value, error) {
 	}
 	if op.product {
 		s := op.buf.scratchOf(m * m)
-		for i := 0; i < m; i++ {
-			for j := 0; j < m; j++ {
-				s[i*m+j] = 0.5 * (a[i*m+j] + a[j*m+i])
-			}
-		}
+		symmetrize(s, a, m, 0.5)
 		multiplyAdds.Add(int64(m) * int64(m) * int64(n))
 		out := op.buf.take(m * n)
 		gemm.Dgemm(false, false, m, n, m, 1, s, m, k, n, 0, out, n)

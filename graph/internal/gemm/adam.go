@@ -30,7 +30,7 @@ func Adam(x, m, v, g []float64, k *AdamConsts) {
 	}
 	done := 0
 	switch {
-	case adam512 && n >= 8:
+	case avx512 && n >= 8:
 		if g != nil {
 			adamKernel512(&x[0], &m[0], &v[0], &g[0], n/8, k)
 		} else {
@@ -52,9 +52,10 @@ func Adam(x, m, v, g []float64, k *AdamConsts) {
 	}
 }
 
-// adam512 selects the eight-lane kernels (set on a CPU with AVX-512, unless
-// GPC_GEMM=avx2 keeps the AVX2 ones).
-var adam512 bool
+// avx512 selects the eight-lane kernels of Adam, PowShift, PowSum2 and the
+// vector loops (set on a CPU with AVX-512, unless GPC_GEMM=avx2 keeps the
+// AVX2 ones or, for the others, the Go loops).
+var avx512 bool
 
 // adamScalar is Adam's loop in Go. The explicit float64 conversions forbid
 // fusing a product into an addition, which the kernel does not do either

@@ -122,7 +122,7 @@ func adamKernel(x, m, v, grad *float64, groups int, k *AdamConsts)
 func adamDecayKernel(x, m, v *float64, groups int, k *AdamConsts)
 
 // adamKernel512 and adamDecayKernel512 are the same loops eight lanes at a
-// time, in adam_amd64.s; used when adam512 is set.
+// time, in adam_amd64.s; used when avx512 is set.
 //
 //go:noescape
 func adamKernel512(x, m, v, grad *float64, groups int, k *AdamConsts)
@@ -130,10 +130,10 @@ func adamKernel512(x, m, v, grad *float64, groups int, k *AdamConsts)
 //go:noescape
 func adamDecayKernel512(x, m, v *float64, groups int, k *AdamConsts)
 
-func init() { adam512 = KernelName == "avx512" }
+func init() { avx512 = KernelName == "avx512" }
 
 // powKernel512 and powSum2Kernel512 are PowShift's and PowSum2's loops, in
-// pow_amd64.s; used when pow512 is set.
+// pow_amd64.s; used when avx512 is set.
 //
 //go:noescape
 func powKernel512(out, x, gr *float64, groups, p int, shift, scale float64, flags int)
@@ -141,10 +141,8 @@ func powKernel512(out, x, gr *float64, groups, p int, shift, scale float64, flag
 //go:noescape
 func powSum2Kernel512(out, x, g0, g1 *float64, groups, p0, d int, shift, c0, c1 float64, flags int)
 
-func init() { pow512 = KernelName == "avx512" }
-
 // mulKernel512, mulAddKernel512 and addKernel512 are Mul's, MulAdd's and
-// Add's loops, in vec_amd64.s; used when vec512 is set.
+// Add's loops, in vec_amd64.s; used when avx512 is set.
 //
 //go:noescape
 func mulKernel512(dst, a, b *float64, groups int)
@@ -154,5 +152,3 @@ func mulAddKernel512(dst, a, b *float64, groups int)
 
 //go:noescape
 func addKernel512(dst, a *float64, groups int)
-
-func init() { vec512 = KernelName == "avx512" }

@@ -1,9 +1,5 @@
 package gemm
 
-// pow512 selects the AVX-512 power kernels (set on a CPU with AVX-512,
-// unless GPC_GEMM=avx2).
-var pow512 bool
-
 // PowShift sets out_i = scale·(x_i + shift)^p, times g_i first when g is not
 // nil, for the leading multiple of eight elements, eight lanes at a time
 // with AVX-512, and returns how many it set (0 without the kernel: the
@@ -12,7 +8,7 @@ var pow512 bool
 // loop's bit for bit. out and g must be as long as x.
 func PowShift(out, x, g []float64, p int, shift, scale float64) int {
 	n := len(x) / 8 * 8
-	if !pow512 || n == 0 || p < 0 {
+	if !avx512 || n == 0 || p < 0 {
 		return 0
 	}
 	out, x = out[:n], x[:n] // a short out or g panics here, before the kernel
@@ -35,7 +31,7 @@ func PowShift(out, x, g []float64, p int, shift, scale float64) int {
 // the kernel). out, g0 and g1 must be as long as x.
 func PowSum2(out, x, g0, g1 []float64, p0, d int, shift, c0, c1 float64) int {
 	n := len(x) / 8 * 8
-	if !pow512 || n == 0 || p0 < 0 || d < 0 {
+	if !avx512 || n == 0 || p0 < 0 || d < 0 {
 		return 0
 	}
 	out, x, g0, g1 = out[:n], x[:n], g0[:n], g1[:n]

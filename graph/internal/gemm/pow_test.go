@@ -45,7 +45,7 @@ func powInputs(rng *rand.Rand, n int) (x, g []float64) {
 // The kernels equal the Go loop bit for bit, for every power up to 13,
 // with and without a shift, a factor and a scale, at lengths with tails.
 func TestPowKernels(t *testing.T) {
-	if !pow512 {
+	if !avx512 {
 		t.Skip("no AVX-512 power kernel on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(81, 82))

@@ -12,7 +12,7 @@ func Mul(dst, a, b []float64) {
 	n := len(dst)
 	a, b = a[:n], b[:n]
 	done := 0
-	if vec512 && n >= 8 {
+	if avx512 && n >= 8 {
 		done = n / 8 * 8
 		mulKernel512(&dst[0], &a[0], &b[0], n/8)
 	}
@@ -26,7 +26,7 @@ func MulAdd(dst, a, b []float64) {
 	n := len(dst)
 	a, b = a[:n], b[:n]
 	done := 0
-	if vec512 && n >= 8 {
+	if avx512 && n >= 8 {
 		done = n / 8 * 8
 		mulAddKernel512(&dst[0], &a[0], &b[0], n/8)
 	}
@@ -40,7 +40,7 @@ func Add(dst, a []float64) {
 	n := len(dst)
 	a = a[:n]
 	done := 0
-	if vec512 && n >= 8 {
+	if avx512 && n >= 8 {
 		done = n / 8 * 8
 		addKernel512(&dst[0], &a[0], n/8)
 	}
@@ -48,6 +48,3 @@ func Add(dst, a []float64) {
 		dst[i] += a[i]
 	}
 }
-
-// vec512 selects the AVX-512 loops (set with the other AVX-512 kernels).
-var vec512 bool
