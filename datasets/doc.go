@@ -11,8 +11,9 @@
 //     PROVENANCE.md files under the shared data directory; every quirk that
 //     had to be resolved is written next to the code that resolves it.
 //   - Generators for the synthetic problems of the noisy-inputs paper (the
-//     1-D toy of §5.1 with its Bayes-optimal predictive, and the GP-prior
-//     problems of §5.2 and Appendix B), seeded and deterministic.
+//     1-D toy of §5.1 and the GP-prior problems of §5.2 and Appendix B, each
+//     with its Bayes-optimal predictive under input noise: Toy1DProblem,
+//     SyntheticOracle), seeded and deterministic.
 //   - The experimental protocol: random splits, standardisation with training
 //     statistics, input-noise injection, label flipping and bootstrap errors.
 //

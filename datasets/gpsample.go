@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -28,8 +30,11 @@ func seKernel(a, b []float64, amp, sqLs float64) float64 {
 // jitter (relative to amp) is added to the diagonal, starting at 1e-10 and
 // multiplied by 10 until the factorisation succeeds; the jitter used is
 // returned. Its effect is white noise of standard deviation √jitter, far
-// below any scale that matters for argmax labels.
-func sampleGP(x []float64, n, d int, amp, sqLs, sigma0sq float64, nf int, r *rand.Rand) ([][]float64, float64, error) {
+// below any scale that matters for argmax labels. alpha[c] = (K + jitter·I +
+// sigma0sq·I)⁻¹ f_c, the weights of the GP posterior mean given the draw
+// (SyntheticOracle), comes out as Lᵀ⁻¹ z_c of the standard normals z_c
+// behind f_c = L z_c: one triangular solve, no second factorisation.
+func sampleGP(x []float64, n, d int, amp, sqLs, sigma0sq float64, nf int, r *rand.Rand) (f, alpha [][]float64, jitter float64, err error) {
 	k := mat.NewSymDense(n, nil)
 	for i := range n {
 		xi := x[i*d : (i+1)*d]
@@ -38,10 +43,9 @@ func sampleGP(x []float64, n, d int, amp, sqLs, sigma0sq float64, nf int, r *ran
 		}
 	}
 	var chol mat.Cholesky
-	jitter := 0.0
 	for rel := 1e-10; ; rel *= 10 {
 		if rel > 1e-3 {
-			return nil, 0, fmt.Errorf("datasets: GP covariance of %d points not positive definite even with jitter %g", n, jitter)
+			return nil, nil, 0, fmt.Errorf("datasets: GP covariance of %d points not positive definite even with jitter %g", n, jitter)
 		}
 		jitter = rel * amp
 		kj := mat.NewSymDense(n, nil)
@@ -55,20 +59,25 @@ func sampleGP(x []float64, n, d int, amp, sqLs, sigma0sq float64, nf int, r *ran
 	}
 	var l mat.TriDense
 	chol.LTo(&l)
-	out := make([][]float64, nf)
+	f, alpha = make([][]float64, nf), make([][]float64, nf)
 	z := mat.NewVecDense(n, nil)
 	for c := range nf {
 		for i := range n {
 			z.SetVec(i, r.NormFloat64())
 		}
-		var f mat.VecDense
-		f.MulVec(&l, z)
-		out[c] = make([]float64, n)
+		var fc mat.VecDense
+		fc.MulVec(&l, z)
+		f[c] = make([]float64, n)
 		for i := range n {
-			out[c][i] = f.AtVec(i)
+			f[c][i] = fc.AtVec(i)
 		}
+		alpha[c] = make([]float64, n)
+		for i := range n {
+			alpha[c][i] = z.AtVec(i)
+		}
+		blas64.Trsv(blas.Trans, l.RawTriangular(), blas64.Vector{N: n, Data: alpha[c], Inc: 1})
 	}
-	return out, jitter, nil
+	return f, alpha, jitter, nil
 }
 
 // argmax returns the index of the largest f[c][i] over c (lowest c on ties),

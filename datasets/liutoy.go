@@ -52,7 +52,7 @@ func LiuToy(n int, seed uint64) (*Dataset, error) {
 	for k := range x {
 		x[k] = rx.Float64()
 	}
-	f, _, err := sampleGP(x, n, d, 1, LiuToyLengthscale*LiuToyLengthscale, LiuToyJitter, LiuToyClasses, newRand(seed, streamLiuToyF))
+	f, _, _, err := sampleGP(x, n, d, 1, LiuToyLengthscale*LiuToyLengthscale, LiuToyJitter, LiuToyClasses, newRand(seed, streamLiuToyF))
 	if err != nil {
 		return nil, err
 	}

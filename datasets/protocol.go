@@ -18,6 +18,7 @@ const (
 	streamToySample = 0x544f_5953_0000_0006 // toy inputs and input noise
 	streamSynthX    = 0x5359_4e58_0000_0007 // synthetic inputs
 	streamSynthF    = 0x5359_4e46_0000_0008 // synthetic latent functions
+	streamOracle    = 0x4f52_4143_0000_0100 // "ORAC": the oracle's Monte Carlo draws (plus a row index)
 )
 
 func newRand(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }

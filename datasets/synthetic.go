@@ -113,36 +113,52 @@ const maxSyntheticN = 6000
 // use n = 2000 split 1000/1000 (see SyntheticSplitProblem). Deterministic in
 // seed; inputs and functions use separate streams.
 func SyntheticGP(n, d, c int, seed uint64, opt SyntheticOptions) (*Dataset, error) {
+	ds, _, err := SyntheticProblem(n, d, c, seed, opt)
+	return ds, err
+}
+
+// SyntheticProblem is SyntheticGP that also returns the problem's oracle:
+// its latent functions at any input and the Bayes-optimal classifier under
+// input noise (see SyntheticOracle). The oracle is nil when opt.Sigma0Sq >
+// 0, where the labels carry noise that no function of the input explains.
+func SyntheticProblem(n, d, c int, seed uint64, opt SyntheticOptions) (*Dataset, *SyntheticOracle, error) {
 	opt = opt.withDefaults()
 	switch {
 	case n < 1 || n > maxSyntheticN:
-		return nil, fmt.Errorf("datasets: SyntheticGP: n = %d must be in 1..%d (exact GP sampling is O(n³))", n, maxSyntheticN)
+		return nil, nil, fmt.Errorf("datasets: SyntheticGP: n = %d must be in 1..%d (exact GP sampling is O(n³))", n, maxSyntheticN)
 	case d < 1:
-		return nil, fmt.Errorf("datasets: SyntheticGP: d = %d must be ≥ 1", d)
+		return nil, nil, fmt.Errorf("datasets: SyntheticGP: d = %d must be ≥ 1", d)
 	case c < 2:
-		return nil, fmt.Errorf("datasets: SyntheticGP: c = %d must be ≥ 2", c)
+		return nil, nil, fmt.Errorf("datasets: SyntheticGP: c = %d must be ≥ 2", c)
 	case !(opt.Amplitude > 0) || !(opt.SqLengthscale > 0) || !(opt.Box > 0) || !(opt.Sigma0Sq >= 0) ||
 		math.IsInf(opt.Amplitude+opt.SqLengthscale+opt.Box+opt.Sigma0Sq, 0):
-		return nil, fmt.Errorf("datasets: SyntheticGP: invalid options %+v", opt)
+		return nil, nil, fmt.Errorf("datasets: SyntheticGP: invalid options %+v", opt)
 	}
 	sqLs, err := opt.SqLengthscaleFor(d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rx := newRand(seed, streamSynthX)
 	x := make([]float64, n*d)
 	for k := range x {
 		x[k] = opt.Box * (2*rx.Float64() - 1)
 	}
-	f, _, err := sampleGP(x, n, d, opt.Amplitude, sqLs, opt.Sigma0Sq, c, newRand(seed, streamSynthF))
+	f, alpha, _, err := sampleGP(x, n, d, opt.Amplitude, sqLs, opt.Sigma0Sq, c, newRand(seed, streamSynthF))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ds := &Dataset{Name: fmt.Sprintf("synthetic-d%d-c%d", d, c), X: x, N: n, D: d, Y: make([]int, n), C: c}
 	for i := range n {
 		ds.Y[i] = argmax(f, i)
 	}
-	return ds, ds.Validate()
+	if err := ds.Validate(); err != nil {
+		return nil, nil, err
+	}
+	var o *SyntheticOracle
+	if opt.Sigma0Sq == 0 && c <= 255 { // labels of the oracle's cells are bytes
+		o = &SyntheticOracle{D: d, C: c, Box: opt.Box, x: append([]float64(nil), x...), alpha: alpha, amp: opt.Amplitude, sqLs: sqLs, seed: seed}
+	}
+	return ds, o, nil
 }
 
 // SyntheticSplit holds one synthetic problem split into training and test
@@ -150,6 +166,10 @@ func SyntheticGP(n, d, c int, seed uint64, opt SyntheticOptions) (*Dataset, erro
 type SyntheticSplit struct {
 	Train, Test           *Dataset // noisy inputs, Noise = the injected variance
 	CleanTrain, CleanTest *Dataset // the same points before noise injection
+	// Oracle knows the problem's latent functions (nil when the options'
+	// Sigma0Sq > 0); its BayesPredictive on Test is the best any classifier
+	// can do on it.
+	Oracle *SyntheticOracle
 }
 
 // SyntheticSplitProblem draws a problem with nTrain+nTest points
@@ -164,7 +184,7 @@ func SyntheticSplitProblem(nTrain, nTest, d, c int, noiseVar float64, seed uint6
 	if !(noiseVar >= 0) || math.IsInf(noiseVar, 0) {
 		return nil, fmt.Errorf("datasets: SyntheticSplitProblem: noise variance %v must be finite and ≥ 0", noiseVar)
 	}
-	all, err := SyntheticGP(nTrain+nTest, d, c, seed, opt)
+	all, oracle, err := SyntheticProblem(nTrain+nTest, d, c, seed, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +195,7 @@ func SyntheticSplitProblem(nTrain, nTest, d, c int, noiseVar float64, seed uint6
 	for i := range teIdx {
 		teIdx[i] = nTrain + i
 	}
-	s := &SyntheticSplit{CleanTrain: all.Subset(trIdx), CleanTest: all.Subset(teIdx)}
+	s := &SyntheticSplit{CleanTrain: all.Subset(trIdx), CleanTest: all.Subset(teIdx), Oracle: oracle}
 	// Distinct derived seeds keep the train and test noise independent.
 	s.Train = AddInputNoise(s.CleanTrain, noiseVar, 2*seed)
 	s.Test = AddInputNoise(s.CleanTest, noiseVar, 2*seed+1)

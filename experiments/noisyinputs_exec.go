@@ -17,6 +17,8 @@ type split struct {
 	train, test *datasets.Dataset
 	nTotal      int
 	toy         *datasets.Toy1DProblem
+	oracle      *datasets.SyntheticOracle
+	noise       float64 // the test inputs' noise variance, for the oracle
 }
 
 // noisyRun executes a run of the noisy-input paper's families other than
@@ -25,6 +27,9 @@ func noisyRun(ctx context.Context, e *env, r Run) (*Result, error) {
 	sp, err := e.prepare(r)
 	if err != nil {
 		return nil, err
+	}
+	if r.Method.Model == BayesModel {
+		return e.bayesRun(r, sp)
 	}
 	res, m, err := e.trainAndScore(ctx, r, sp.train, sp.test, sp.nTotal, false)
 	if err != nil {
@@ -67,7 +72,7 @@ func (e *env) prepare(r Run) (*split, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &split{train: sp.Train, test: sp.Test, nTotal: sp.Train.N + sp.Test.N}, nil
+			return &split{train: sp.Train, test: sp.Test, nTotal: sp.Train.N + sp.Test.N, oracle: sp.Oracle, noise: st.Noise}, nil
 		case "uci":
 			base, err := e.cached("uci:"+r.Dataset, func() (any, error) { return datasets.LoadUCI(e.dataDir, r.Dataset) })
 			if err != nil {
@@ -128,6 +133,44 @@ func (e *env) prepare(r Run) (*split, error) {
 		return nil, err
 	}
 	return v.(*split), nil
+}
+
+// BayesModel is the model name of the Bayes-optimal classifier of a
+// generated problem (families toy1d and synthetic): the generator's own
+// p(y | x̃) (datasets.Toy1DProblem.BayesPredictive,
+// datasets.SyntheticOracle), scored like a method. It trains nothing; its
+// error and NLL are the floor under every method's on the same test set.
+const BayesModel = "bayes"
+
+// bayesRun scores the generator's Bayes-optimal predictive on the split's
+// test set.
+func (e *env) bayesRun(r Run, sp *split) (*Result, error) {
+	start := time.Now()
+	var probs []float64
+	var err error
+	switch {
+	case sp.toy != nil:
+		probs = sp.toy.BayesPredictive(sp.test)
+	case sp.oracle != nil:
+		probs, err = sp.oracle.BayesPredictive(sp.test, sp.noise)
+	default:
+		err = fmt.Errorf("experiments: method %s: family %s has no Bayes-optimal classifier (only toy1d and synthetic problems, without σ0², do)", r.Method.Name, e.spec.Family)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sc := models.Score(probs, sp.test.Y, sp.test.C)
+	res := &Result{
+		Error: sc.Error, NLL: sc.NLL, Seconds: time.Since(start).Seconds(),
+		NTrain: sp.train.N, NTest: sp.test.N, D: sp.test.D, C: sp.test.C,
+	}
+	if e.spec.Protocol.Uncertainty == "bootstrap" {
+		res.PointNLL, res.PointErr = models.PointLosses(probs, sp.test.Y, sp.test.C)
+	}
+	if sp.test.C <= 10 {
+		res.Confusion = confusion(probs, sp.test.Y, sp.test.C)
+	}
+	return res, nil
 }
 
 // subsample keeps max rows chosen by a seeded permutation (0: all rows).
