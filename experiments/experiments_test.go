@@ -516,3 +516,47 @@ func TestPartialRunsReportWholeGrid(t *testing.T) {
 		t.Errorf("report cells hold %v runs per method, want 2 (two settings) each", n)
 	}
 }
+
+// sq_lengthscale is part of the key, leaves other keys alone, reaches the
+// generator, and is refused outside the synthetic family or below zero.
+func TestSqLengthscaleSetting(t *testing.T) {
+	syn := strings.NewReplacer("family: toy1d", "family: synthetic", "n_train: 10", "n_train: 200").Replace(miniSpec)
+	plain, err := ParseSpec("mini.yaml", []byte(syn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := strings.Replace(syn, "{name: a, noise: 0.1}", "{name: a, noise: 0.1, sq_lengthscale: 3}", 1)
+	smooth, err := ParseSpec("mini.yaml", []byte(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := Expand(plain), Expand(smooth)
+	if a[0].Key == b[0].Key {
+		t.Error("sq_lengthscale does not change the run key")
+	}
+	if last := len(a) - 1; a[last].Key != b[last].Key {
+		t.Errorf("another setting's key changed: %s vs %s", a[last].Key, b[last].Key)
+	}
+	// The generator reads it: the same split's labels differ.
+	e := newEnv(smooth, "")
+	r0, r1 := a[0], b[0]
+	s0, err := newEnv(plain, "").prepare(r0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := e.prepare(r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(s0.train.Y, s1.train.Y) {
+		t.Error("sq_lengthscale 3 gave the labels of the default generator")
+	}
+	for _, bad := range []string{
+		strings.Replace(miniSpec, "{name: a, noise: 0.1}", "{name: a, noise: 0.1, sq_lengthscale: 3}", 1),
+		strings.Replace(syn, "{name: a, noise: 0.1}", "{name: a, noise: 0.1, sq_lengthscale: -1}", 1),
+	} {
+		if _, err := ParseSpec("mini.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "sq_lengthscale") {
+			t.Errorf("error %v, want one naming sq_lengthscale", err)
+		}
+	}
+}

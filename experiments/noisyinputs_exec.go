@@ -68,7 +68,7 @@ func (e *env) prepare(r Run) (*split, error) {
 				c = 3
 			}
 			sp, err := datasets.SyntheticSplitProblem(b.NTrain, b.NTest, d, c, st.Noise, seed,
-				datasets.SyntheticOptions{Scaling: datasets.LengthscaleScaling(st.LengthscaleScaling)})
+				datasets.SyntheticOptions{Scaling: datasets.LengthscaleScaling(st.LengthscaleScaling), SqLengthscale: st.SqLengthscale})
 			if err != nil {
 				return nil, err
 			}

@@ -176,6 +176,10 @@ type Setting struct {
 	// of one generator are never resumed as results of another. omitempty
 	// keeps the keys of settings that do not use it unchanged.
 	LengthscaleScaling string `yaml:"lengthscale_scaling" json:"lengthscale_scaling,omitempty"`
+	// SqLengthscale replaces the synthetic generator's ℓ_j (the squared
+	// length-scale at D = 2; 0 means §5.2's 2), to ask how the paper's
+	// numbers depend on it. omitempty keeps other settings' keys unchanged.
+	SqLengthscale float64 `yaml:"sq_lengthscale" json:"sq_lengthscale,omitempty"`
 	// Columns selects the astrophysics inputs: table9 (6) or b4 (4).
 	Columns string `yaml:"columns" json:"columns"`
 	// Selection is the active-learning rule: entropy or random.
@@ -645,6 +649,10 @@ func (s *Spec) validate() error {
 			return s.errAt(append(at, "lengthscale_scaling"), "lengthscale_scaling applies to the synthetic family only")
 		case !slices.Contains(datasets.LengthscaleScalings(), datasets.LengthscaleScaling(st.LengthscaleScaling)) && st.LengthscaleScaling != "":
 			return s.errAt(append(at, "lengthscale_scaling"), "lengthscale_scaling %q: want one of %v", st.LengthscaleScaling, datasets.LengthscaleScalings())
+		case st.SqLengthscale != 0 && s.Family != "synthetic":
+			return s.errAt(append(at, "sq_lengthscale"), "sq_lengthscale applies to the synthetic family only")
+		case !(st.SqLengthscale >= 0) || math.IsInf(st.SqLengthscale, 0):
+			return s.errAt(append(at, "sq_lengthscale"), "sq_lengthscale %v must be finite and > 0 (or absent)", st.SqLengthscale)
 		case st.Columns != "" && st.Columns != "table9" && st.Columns != "b4":
 			return s.errAt(append(at, "columns"), "columns %q: want table9 or b4", st.Columns)
 		case !(st.LabelNoise >= 0 && st.LabelNoise <= 1):
