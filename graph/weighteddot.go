@@ -92,6 +92,11 @@ func weightedAdjoints(g, s, o, w *G.Node, tr bool) (gs, gother, gw *G.Node, err 
 	return gs, gother, gw, e.Err
 }
 
+// symmetricAdjoints lets a Gram matrix's reverse pass skip symmetrising an
+// adjoint that is symmetric by construction (a package variable so that a
+// test can compare both ways).
+var symmetricAdjoints = true
+
 type weightedGramOp struct {
 	pureOp
 	n, d int
@@ -122,10 +127,27 @@ func (op weightedGramOp) Do(vs ...G.Value) (G.Value, error) {
 	return op.buf.owned(tensor.Shape{n, n}, c), nil
 }
 
-// SymDiff: with P = (Ḡ + Ḡᵀ)z, z̄ = P ⊙ w and w̄ = ½ Σ_rows P ⊙ z.
+// SymDiff: with P = (Ḡ + Ḡᵀ)z, z̄ = P ⊙ w and w̄ = ½ Σ_rows P ⊙ z. When
+// Ḡ is symmetric by construction (knownSymmetric: a Cholesky reverse pass,
+// a Gram matrix, elementwise functions of them), P/2 = Ḡz is formed
+// without the pass that adds Ḡᵀ, and z̄ = (Ḡz) ⊙ 2w, w̄ = Σ_rows (Ḡz) ⊙ z:
+// the same values to the bit, scalings by two being exact.
 func (op weightedGramOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	z, w := in[0], in[1]
 	e := &Chain{}
+	if symmetricAdjoints && knownSymmetric(g) {
+		p := e.Do(MatMul(g, z, false, false))
+		w2 := e.Do(G.HadamardProd(w, G.NewConstant(2.0)))
+		if e.Err != nil {
+			return nil, e.Err
+		}
+		gz, err := scaleColumnsAdjoint(z, w2, p, 0)
+		if err != nil {
+			return nil, err
+		}
+		gw, err := scaleColumnsAdjoint(z, w, p, 1)
+		return G.Nodes{gz, gw}, err
+	}
 	p := e.Do(MatMul(e.Do(symScaled(g, 1)), z, false, false))
 	if e.Err != nil {
 		return nil, e.Err
@@ -136,6 +158,14 @@ func (op weightedGramOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	}
 	gw = e.Do(G.HadamardProd(gw, G.NewConstant(0.5)))
 	return G.Nodes{gz, gw}, e.Err
+}
+
+// scaleColumnsAdjoint is one of scaleColumnsAdjoints' two nodes: a = 0 for
+// x's, 1 for v's.
+func scaleColumnsAdjoint(x, v, g *G.Node, a int) (*G.Node, error) {
+	s := x.Shape()
+	op := elemOp{f: product, k: 2, n: s[0], d: s[1], rowArgs: 1 << 1, grad: true, one: a + 1}
+	return applyOp(op, x, v, g)
 }
 
 // scaleColumnsAdjoints returns the adjoints of x and v in x ⊙ v (v a
