@@ -39,7 +39,10 @@ func QuadForm(a, k *G.Node) (*G.Node, error) {
 			return nil, fmt.Errorf("graph.QuadForm: %v has dtype %v, want float64", x.Name(), x.Dtype())
 		}
 	}
-	t, err := applyOp(quadFormOp{m: ks[0], n: ks[1], product: true}, a, k)
+	// A symmetric by construction (NIMGP_FO's S ∘ ααᵀ) is its own
+	// ½(A + Aᵀ), to the bit: the product reads it without the pass.
+	sym := symmetricAdjoints && knownSymmetric(a)
+	t, err := applyOp(quadFormOp{m: ks[0], n: ks[1], product: true, symmetric: sym}, a, k)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +56,8 @@ type quadFormOp struct {
 	pureOp
 	m, n    int
 	product bool
+	// symmetric: A is known to be symmetric (product only).
+	symmetric bool
 }
 
 func (op quadFormOp) Arity() int {
@@ -103,8 +108,11 @@ func (op quadFormOp) Do(vs ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("graph: %v got %d and %d values", op, len(a), len(k))
 	}
 	if op.product {
-		s := op.buf.scratchOf(m * m)
-		symmetrize(s, a, m, 0.5)
+		s := a
+		if !op.symmetric {
+			s = op.buf.scratchOf(m * m)
+			symmetrize(s, a, m, 0.5)
+		}
 		multiplyAdds.Add(int64(m) * int64(m) * int64(n))
 		out := op.buf.take(m * n)
 		gemm.Dgemm(false, false, m, n, m, 1, s, m, k, n, 0, out, n)
