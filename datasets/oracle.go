@@ -23,6 +23,7 @@ import (
 //
 // An oracle is safe for concurrent use.
 type SyntheticOracle struct {
+	// D and C are the problem's input dimension and number of classes.
 	D, C int
 	// Box is the half-width of the input box.
 	Box   float64
@@ -46,8 +47,18 @@ var oracleCells = 200
 // input for D > 2, where a grid over the box would be too large.
 const oracleSamples = 2000
 
-// Latent writes f_c(x) for every class into out (length C).
-func (o *SyntheticOracle) Latent(x, out []float64) {
+// Latent writes f_c(x) for every class into out: x of length D, out of
+// length C.
+func (o *SyntheticOracle) Latent(x, out []float64) error {
+	if len(x) != o.D || len(out) != o.C {
+		return fmt.Errorf("datasets: SyntheticOracle.Latent: input of %d values and output of %d, want %d and %d", len(x), len(out), o.D, o.C)
+	}
+	o.latent(x, out)
+	return nil
+}
+
+// latent is Latent without the checks.
+func (o *SyntheticOracle) latent(x, out []float64) {
 	clear(out)
 	d := o.D
 	n := len(o.x) / d
@@ -65,11 +76,18 @@ func (o *SyntheticOracle) Latent(x, out []float64) {
 	}
 }
 
-// Label returns argmax_c f_c(x), the lowest class on ties (the generator's
-// labelling rule).
-func (o *SyntheticOracle) Label(x []float64) int {
+// Label returns argmax_c f_c(x) for an x of length D, the lowest class on
+// ties (the generator's labelling rule).
+func (o *SyntheticOracle) Label(x []float64) (int, error) {
+	if len(x) != o.D {
+		return 0, fmt.Errorf("datasets: SyntheticOracle.Label: input of %d values, want %d", len(x), o.D)
+	}
+	return o.label(x), nil
+}
+
+func (o *SyntheticOracle) label(x []float64) int {
 	f := make([]float64, o.C)
-	o.Latent(x, f)
+	o.latent(x, f)
 	return argmaxOf(f)
 }
 
@@ -119,7 +137,7 @@ func (o *SyntheticOracle) BayesProbs(xt []float64, noiseVar float64, out []float
 	for j, v := range xt {
 		p[j] = min(max(v, -o.Box), o.Box)
 	}
-	out[o.Label(p)] = 1
+	out[o.label(p)] = 1
 	return nil
 }
 
@@ -176,7 +194,7 @@ func (o *SyntheticOracle) buildLabels() {
 	if o.D == 1 {
 		o.labels = make([]uint8, nc)
 		for i := range nc {
-			o.Latent([]float64{centre(i)}, f)
+			o.latent([]float64{centre(i)}, f)
 			o.labels[i] = uint8(argmaxOf(f))
 		}
 		return
@@ -186,7 +204,7 @@ func (o *SyntheticOracle) buildLabels() {
 	for i := range nc {
 		for k := range nc {
 			p[0], p[1] = centre(i), centre(k)
-			o.Latent(p, f)
+			o.latent(p, f)
 			o.labels[i*nc+k] = uint8(argmaxOf(f))
 		}
 	}
@@ -211,7 +229,7 @@ func (o *SyntheticOracle) sampleProbs(xt []float64, sd float64, out []float64, r
 			u := lo[j] + (hi[j]-lo[j])*r.Float64()
 			x[j] = min(max(v+sd*math.Sqrt2*math.Erfinv(2*u-1), -o.Box), o.Box)
 		}
-		o.Latent(x, f)
+		o.latent(x, f)
 		out[argmaxOf(f)]++
 	}
 	for c := range out {
@@ -228,6 +246,9 @@ func normCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
 func (o *SyntheticOracle) BayesPredictive(ds *Dataset, noiseVar float64) ([]float64, error) {
 	if ds.D != o.D || ds.C != o.C {
 		return nil, fmt.Errorf("datasets: SyntheticOracle.BayesPredictive: data of D = %d, C = %d for a problem of D = %d, C = %d", ds.D, ds.C, o.D, o.C)
+	}
+	if ds.N < 0 || len(ds.X) != ds.N*ds.D {
+		return nil, fmt.Errorf("datasets: SyntheticOracle.BayesPredictive: %d input values for N = %d rows of D = %d", len(ds.X), ds.N, ds.D)
 	}
 	out := make([]float64, ds.N*o.C)
 	for i := range ds.N {

@@ -32,7 +32,9 @@ func TestOracleInterpolatesTheDraw(t *testing.T) {
 		got := make([]float64, 3)
 		worst := 0.0
 		for i := range ds.N {
-			o.Latent(ds.X[i*d:(i+1)*d], got)
+			if err := o.Latent(ds.X[i*d:(i+1)*d], got); err != nil {
+				t.Fatal(err)
+			}
 			for c := range got {
 				worst = max(worst, math.Abs(got[c]-f[c][i]))
 			}
@@ -127,7 +129,7 @@ func TestOracleIsCalibrated(t *testing.T) {
 		ds := &Dataset{N: n, D: 2, C: 3, X: make([]float64, 2*n), Y: make([]int, n)}
 		for i := range n {
 			x := []float64{2.5 * (2*r.Float64() - 1), 2.5 * (2*r.Float64() - 1)}
-			ds.Y[i] = o.Label(x)
+			ds.Y[i] = o.label(x)
 			for j := range x {
 				ds.X[2*i+j] = x[j] + math.Sqrt(v)*r.NormFloat64()
 			}
@@ -179,6 +181,18 @@ func TestOracleRejectsBadInput(t *testing.T) {
 	if _, err := o.BayesPredictive(&Dataset{N: 1, D: 3, C: 3, X: make([]float64, 3), Y: []int{0}}, 0.1); err == nil {
 		t.Error("data of another dimension were accepted")
 	}
+	if _, err := o.BayesPredictive(&Dataset{N: 2, D: 2, C: 3, X: make([]float64, 3), Y: []int{0, 1}}, 0.1); err == nil {
+		t.Error("data with too few input values were accepted")
+	}
+	if err := o.Latent([]float64{0, 0, 0}, out); err == nil {
+		t.Error("Latent took an input of the wrong width")
+	}
+	if err := o.Latent([]float64{0, 0}, out[:2]); err == nil {
+		t.Error("Latent took an output of the wrong width")
+	}
+	if _, err := o.Label([]float64{0}); err == nil {
+		t.Error("Label took an input of the wrong width")
+	}
 	if _, o, err := SyntheticProblem(50, 2, 3, 1, SyntheticOptions{Sigma0Sq: 0.1}); err != nil || o != nil {
 		t.Errorf("σ0² > 0: oracle %v, error %v; want none and no error", o, err)
 	}
@@ -191,7 +205,10 @@ func TestOracleFarOutside(t *testing.T) {
 	if err := o.BayesProbs([]float64{400, -400}, 0.1, out, nil); err != nil {
 		t.Fatal(err)
 	}
-	want := o.Label([]float64{2.5, -2.5})
+	want, err := o.Label([]float64{2.5, -2.5})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if out[want] != 1 {
 		t.Errorf("p = %v, want one-hot at the corner's label %d", out, want)
 	}
