@@ -117,6 +117,11 @@ func (o *SyntheticOracle) BayesProbs(xt []float64, noiseVar float64, out []float
 	if !(noiseVar >= 0) || math.IsInf(noiseVar, 0) {
 		return fmt.Errorf("datasets: SyntheticOracle.BayesProbs: noise variance %v must be finite and ≥ 0", noiseVar)
 	}
+	for j, v := range xt {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("datasets: SyntheticOracle.BayesProbs: input %d is %v", j, v)
+		}
+	}
 	clear(out)
 	if noiseVar > 0 {
 		var ok bool

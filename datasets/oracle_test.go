@@ -175,6 +175,9 @@ func TestOracleRejectsBadInput(t *testing.T) {
 	if err := o.BayesProbs([]float64{0, 0}, -1, out, nil); err == nil {
 		t.Error("a negative noise variance was accepted")
 	}
+	if err := o.BayesProbs([]float64{0, math.NaN()}, 0.1, out, nil); err == nil {
+		t.Error("a NaN input was accepted")
+	}
 	if err := o.BayesProbs([]float64{0, 0}, math.NaN(), out, nil); err == nil {
 		t.Error("a NaN noise variance was accepted")
 	}
