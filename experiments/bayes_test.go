@@ -93,3 +93,26 @@ func TestBayesMethodNeedsAGenerator(t *testing.T) {
 		t.Fatalf("error %v, want one naming model bayes", err)
 	}
 }
+
+// The sampling-mc variant keeps its test draws in its budget and key (the
+// other observed-input models' keys ignore test_samples) and composes the
+// sampled-mc input model.
+func TestSamplingMCVariant(t *testing.T) {
+	spec := strings.Replace(bayesSpec, "  - {name: Bayes, model: bayes}", "  - {name: S, kind: mgp, variant: sampling}\n  - {name: SMC, kind: mgp, variant: sampling-mc}", 1)
+	spec = strings.Replace(spec, `values: ["1", "-"]`, `values: ["1", "-", "-"]`, 1)
+	s, err := ParseSpec("s.yaml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Expand(s) {
+		want := map[string]int{"MGP": 0, "S": 0, "SMC": 500}[r.Method.Name]
+		if r.Budget.TestSamples != want {
+			t.Errorf("%s: test samples %d in the budget, want %d", r.Method.Name, r.Budget.TestSamples, want)
+		}
+		if r.Method.Name == "SMC" {
+			if o := modelOptions(r, 100, 1); o.Inputs.Model != "sampled-mc" || o.Inputs.Noise.Learn {
+				t.Errorf("SMC composes inputs %q (learn %v)", o.Inputs.Model, o.Inputs.Noise.Learn)
+			}
+		}
+	}
+}

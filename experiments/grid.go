@@ -258,7 +258,9 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 		}
 	default:
 		b.Hidden, b.Residual = nil, false
-		b.TestSamples = 0
+		if m.Variant != "sampling-mc" { // the one observed-input model that draws test inputs
+			b.TestSamples = 0
+		}
 	}
 	return b
 }

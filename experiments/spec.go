@@ -202,7 +202,9 @@ type Method struct {
 	// and input model); with a preset they must be ones it accepts.
 	Likelihood string `yaml:"likelihood" json:"likelihood,omitempty"`
 	Inputs     string `yaml:"inputs" json:"inputs,omitempty"`
-	// Variant modifies MGP's training data: augmented or sampling (T11/T12).
+	// Variant modifies MGP's training data: augmented or sampling (T11/T12);
+	// sampling-mc is sampling that also averages its predictions over draws
+	// of the test inputs from N(x̃, V).
 	Variant string `yaml:"variant" json:"variant"`
 	// Training overrides the spec's training settings for this method:
 	// every key given under it (any key of the spec's training:) replaces
@@ -306,7 +308,7 @@ type Quick struct {
 
 // Families, kinds and names the validator accepts.
 var (
-	variants     = []string{"", "augmented", "sampling"}
+	variants     = []string{"", "augmented", "sampling", "sampling-mc"}
 	tableKinds   = []string{"", "results", "confusion", "data", "params", "frontier", "instances", "outliers"}
 	tableMetrics = []string{"nll", "error", "bcr", "seconds_per_epoch", "learned_noise"}
 )
@@ -683,7 +685,7 @@ func (s *Spec) validate() error {
 		case mseen[m.Name]:
 			return s.errAt(append(at, "name"), "duplicate method %q", m.Name)
 		case !slices.Contains(variants, m.Variant):
-			return s.errAt(append(at, "variant"), "variant %q: want augmented or sampling", m.Variant)
+			return s.errAt(append(at, "variant"), "variant %q: want augmented, sampling or sampling-mc", m.Variant)
 		case m.Variant != "" && methodInputs(*m) != "observed":
 			return s.errAt(append(at, "variant"), "variant %q applies to models with observed inputs only (this one has %s inputs)", m.Variant, methodInputs(*m))
 		}
@@ -937,10 +939,14 @@ func methodOptions(m Method) models.Options {
 	o := models.Options{Model: m.Model}
 	o.Likelihood.Name = m.Likelihood
 	o.Inputs.Model = m.Inputs
-	if m.Variant == "sampling" {
+	if m.Variant == "sampling" || m.Variant == "sampling-mc" {
 		// MGP (sampling): the observed-input model trained on inputs redrawn
-		// from N(x̃, V) at every step, composed from parts.
+		// from N(x̃, V) at every step, composed from parts; sampling-mc
+		// also averages its predictions over such draws of the test inputs.
 		o.Model, o.Inputs.Model = "", "sampled"
+		if m.Variant == "sampling-mc" {
+			o.Inputs.Model = "sampled-mc"
+		}
 		if o.Likelihood.Name == "" {
 			o.Likelihood.Name = "robustmax"
 		}

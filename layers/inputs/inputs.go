@@ -211,6 +211,9 @@ func init() {
 		"sampled": func(c Config) Model {
 			return &Sampled{Config: c, noise: newNoise(c.Noise, "the sampled input model", false)}
 		},
+		"sampled-mc": func(c Config) Model {
+			return &SampledMC{Sampled{Config: c, noise: newNoise(c.Noise, "the sampled input model", false)}}
+		},
 	} {
 		if err := Register(name, f); err != nil {
 			panic(err)

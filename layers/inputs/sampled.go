@@ -2,6 +2,7 @@ package inputs
 
 import (
 	"errors"
+	"math"
 
 	G "gorgonia.org/gorgonia"
 
@@ -63,4 +64,30 @@ func (m *Sampled) Train(b Batch, f Conditional) (mu, v, extra *G.Node, err error
 // Predict implements Model: at the observed inputs.
 func (*Sampled) Predict(t Test, f Conditional) (mu, v *G.Node, err error) {
 	return f.Marginals(t.X())
+}
+
+// SampledMC is Sampled that also predicts as it trains: p(y | x̃*) is
+// averaged over TestSamples draws x* ~ N(x̃*, V), the posterior of the
+// noiseless input under a uniform prior (the reading of the noisy-input
+// paper's "MGP (sampling)" baseline in which the sampling extends to the
+// test inputs; the paper does not say how that baseline predicts).
+type SampledMC struct {
+	Sampled
+}
+
+// Name implements Model.
+func (*SampledMC) Name() string { return "sampled-mc" }
+
+// Samples implements Sampler.
+func (m *SampledMC) Samples() int { return m.TestSamples }
+
+// SetSamples implements Sampler.
+func (m *SampledMC) SetSamples(n int) { m.TestSamples = n }
+
+// TestPosterior implements Sampler: N(x̃, V), the uniform prior's
+// posterior.
+func (*SampledMC) TestPosterior(xt, v, mean, sd []float64) {
+	for k := range xt {
+		mean[k], sd[k] = xt[k], math.Sqrt(max(v[k], 0))
+	}
 }
