@@ -25,6 +25,8 @@ func symmetricAt(n *G.Node, depth int) bool {
 		return true
 	case diagOp:
 		return !op.toVec
+	case scaleSymOp:
+		return !op.grad && symmetricAt(children(n)[0], depth-1)
 	case matMulOp:
 		// An outer product a·aᵀ (Outer(a, a)): a_i·a_j either way round.
 		ch := children(n)

@@ -428,7 +428,7 @@ func (b *Built) classMarginals(x, noise *G.Node) (mu, v []*G.Node, err error) {
 			// the quadratic forms of κ' with S' = S ∘ ααᵀ: α scales an
 			// M×M matrix rather than an M×n one.
 			av := e.Do(graph.Reshape(alpha, tensor.Shape{p.M}))
-			sa := e.Do(G.HadamardProd(grams[c], e.Do(graph.Outer(av, av))))
+			sa := e.Do(graph.ScaleSym(grams[c], av))
 			vc = e.Do(G.Add(vc, e.Do(graph.QuadForm(sa, dks[c]))))
 		}
 		if e.Err != nil {
