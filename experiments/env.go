@@ -82,7 +82,7 @@ func modelOptions(r Run, nTotal int, seed uint64) models.Options {
 	o.Inputs.Hidden, o.Inputs.Residual, o.Inputs.TestSamples = b.Hidden, b.Residual, b.TestSamples
 	// The noise settings reach every model; an input model without a noise
 	// part ignores them.
-	if st.LearnNoise && r.Method.Variant != "sampling" && r.Method.Variant != "sampling-mc" {
+	if st.LearnNoise && !sampledVariant(r.Method.Variant) {
 		o.Inputs.Noise.Learn = true
 		o.Inputs.Noise.Init = st.NoiseInit
 		if o.Inputs.Noise.Init == 0 {

@@ -939,7 +939,7 @@ func methodOptions(m Method) models.Options {
 	o := models.Options{Model: m.Model}
 	o.Likelihood.Name = m.Likelihood
 	o.Inputs.Model = m.Inputs
-	if m.Variant == "sampling" || m.Variant == "sampling-mc" {
+	if sampledVariant(m.Variant) {
 		// MGP (sampling): the observed-input model trained on inputs redrawn
 		// from N(x̃, V) at every step, composed from parts; sampling-mc
 		// also averages its predictions over such draws of the test inputs.
@@ -953,6 +953,10 @@ func methodOptions(m Method) models.Options {
 	}
 	return o
 }
+
+// sampledVariant reports whether a variant trains MGP on inputs redrawn
+// from N(x̃, V) (the sampled input models, which need the noise given).
+func sampledVariant(v string) bool { return v == "sampling" || v == "sampling-mc" }
 
 // methodInputs is the input model a method's model has.
 func methodInputs(m Method) string {

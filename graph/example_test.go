@@ -338,3 +338,28 @@ func ExampleQuadForm() {
 	fmt.Println(qv, gv)
 	// Output: [2 1 4] [2 1 1 2]
 }
+
+// ScaleSym weights a symmetric matrix by a vector on both sides, as
+// NIMGP_FO weights its inducing inputs' Gram matrix by ααᵀ.
+// Σ_ij a_i a_j S_ij has gradient 2Sa.
+func ExampleScaleSym() {
+	g := G.NewGraph()
+	s := G.NewMatrix(g, G.Float64, G.WithShape(2, 2), G.WithName("S"), G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{1, 2, 2, 3}))))
+	a := G.NewVector(g, G.Float64, G.WithShape(2), G.WithName("a"), G.WithValue(tensor.New(tensor.WithShape(2), tensor.WithBacking([]float64{2, -1}))))
+	w, err := graph.ScaleSym(s, a)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cost, _ := G.Sum(w)
+	ga, _ := graph.Grad(cost, a)
+	prog, _ := graph.Compile(g, w, ga[0])
+	if err := prog.Run(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	wv, _ := prog.Float64s(w)
+	gv, _ := prog.Float64s(ga[0])
+	fmt.Println(wv, gv)
+	// Output: [4 -4 -4 3] [0 2]
+}

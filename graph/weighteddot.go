@@ -160,23 +160,22 @@ func (op weightedGramOp) SymDiff(in G.Nodes, out, g *G.Node) (G.Nodes, error) {
 	return G.Nodes{gz, gw}, e.Err
 }
 
-// scaleColumnsAdjoint is one of scaleColumnsAdjoints' two nodes: a = 0 for
-// x's, 1 for v's.
+// scaleColumnsAdjoint returns the adjoint of x (a = 0) or of v (a = 1) in
+// x ⊙ v (v a d-vector shared by the rows) for the adjoint g: g ⊙ v, or
+// Σ_rows g ⊙ x. It is the node ScaleColumns' own reverse pass makes
+// (elemOp.SymDiff gives each argument of a function with slice forms its
+// own adjoint op), so sumScaledColumns recognises it.
 func scaleColumnsAdjoint(x, v, g *G.Node, a int) (*G.Node, error) {
 	s := x.Shape()
 	op := elemOp{f: product, k: 2, n: s[0], d: s[1], rowArgs: 1 << 1, grad: true, one: a + 1}
 	return applyOp(op, x, v, g)
 }
 
-// scaleColumnsAdjoints returns the adjoints of x and v in x ⊙ v (v a
-// d-vector shared by the rows) for the adjoint g: g ⊙ v and Σ_rows g ⊙ x,
-// as the nodes ScaleColumns' own reverse pass makes.
+// scaleColumnsAdjoints returns both of scaleColumnsAdjoint's nodes.
 func scaleColumnsAdjoints(x, v, g *G.Node) (gx, gv *G.Node, err error) {
-	s := x.Shape()
-	op := elemOp{f: product, k: 2, n: s[0], d: s[1], rowArgs: 1 << 1}
-	grads, err := op.SymDiff(G.Nodes{x, v}, nil, g)
-	if err != nil {
+	if gx, err = scaleColumnsAdjoint(x, v, g, 0); err != nil {
 		return nil, nil, err
 	}
-	return grads[0], grads[1], nil
+	gv, err = scaleColumnsAdjoint(x, v, g, 1)
+	return gx, gv, err
 }
