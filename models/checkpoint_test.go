@@ -1,8 +1,10 @@
 package models
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/gob"
 	"errors"
 	"io"
 	"os"
@@ -177,5 +179,95 @@ func TestCheckpointRefusals(t *testing.T) {
 	ep := opts("ep", 6, 2, 16, 3)
 	if err := fit(ep); err == nil || !strings.Contains(err.Error(), "inference ep") {
 		t.Errorf("EP: got %v, want a refusal", err)
+	}
+}
+
+// NIMGP's per-row tables travel as a stream after the checkpoint's header,
+// under a checksum: a byte flipped in it, or a file cut short, is refused
+// with an error naming the file before anything is restored. A checkpoint
+// of version 1 (one gob, as gpc wrote it before the stream) still resumes,
+// bit for bit.
+func TestCheckpointStreamedState(t *testing.T) {
+	o, ds := checkpointCase(t, "nimgp")
+	straight, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := straight.Fit(context.Background(), ds, FitConfig{Warnings: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	want := paramValues(straight)
+	path := filepath.Join(t.TempDir(), "fit.ckpt")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = first.Fit(ctx, ds, FitConfig{Warnings: io.Discard, Checkpoint: &Checkpoint{Path: path}, Callback: func(e Epoch) error {
+		if e.Epoch == 2 {
+			cancel()
+		}
+		return nil
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted fit: got %v, want the cancellation", err)
+	}
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(saved, []byte(checkpointMagic)) {
+		t.Fatalf("the checkpoint does not start with %q", checkpointMagic)
+	}
+	at := len(checkpointMagic) + 8 + int(binary.LittleEndian.Uint64(saved[len(checkpointMagic):]))
+	var head checkpointFile
+	if err := gob.NewDecoder(bytes.NewReader(saved[len(checkpointMagic)+8 : at])).Decode(&head); err != nil {
+		t.Fatal(err)
+	}
+	if !head.Streamed || head.State.Objective != nil {
+		t.Fatalf("NIMGP's state is not streamed (Streamed %v, %d bytes in the header)", head.Streamed, len(head.State.Objective))
+	}
+	resume := func(b []byte) (*Model, error) {
+		t.Helper()
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, m.Fit(context.Background(), ds, FitConfig{Warnings: io.Discard, Checkpoint: &Checkpoint{Path: path}})
+	}
+	flipped := slices.Clone(saved)
+	flipped[(at+len(saved)-trailerSize)/2] ^= 1
+	if _, err := resume(flipped); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("a flipped byte: got %v, want a checksum error naming %s", err, path)
+	}
+	if _, err := resume(saved[:len(saved)-1]); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("a file cut short: got %v, want an error naming %s", err, path)
+	}
+
+	// Version 1: the objective's state in the gob with everything else.
+	old := head
+	old.Version, old.Streamed = 1, false
+	old.State.Objective = slices.Clone(saved[at : len(saved)-trailerSize])
+	var v1 bytes.Buffer
+	if err := gob.NewEncoder(&v1).Encode(old); err != nil {
+		t.Fatal(err)
+	}
+	m, err := resume(v1.Bytes())
+	if err != nil {
+		t.Fatalf("version 1: %v", err)
+	}
+	if !sameBits(paramValues(m), want) {
+		t.Errorf("version 1: resumed parameters differ from the uninterrupted fit's")
+	}
+	m, err = resume(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameBits(paramValues(m), want) {
+		t.Errorf("resumed parameters differ from the uninterrupted fit's")
 	}
 }

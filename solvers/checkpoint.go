@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
+	"io"
 	"slices"
 )
 
@@ -22,6 +23,19 @@ type Stateful interface {
 	UnmarshalState([]byte) error
 }
 
+// StateStreamer is implemented by a Stateful objective whose state is large
+// (NIMGP's per-row tables on MNIST hold 2.3 GB): Train hands it to the
+// checkpoint as a stream written straight from the objective's storage,
+// instead of as MarshalState's bytes, so that taking a checkpoint holds no
+// copy of it; a resume reads it back in place. ReadState must read what
+// WriteState wrote, and check it against the objective before it changes
+// anything.
+type StateStreamer interface {
+	Stateful
+	WriteState(w io.Writer) error
+	ReadState(r io.Reader) error
+}
+
 // Snapshot is Train's state at the end of an epoch: what TrainConfig.Resume
 // needs to continue so that the result is bit for bit that of an
 // uninterrupted run. It is gob-encodable, so callers can store it as they
@@ -38,8 +52,18 @@ type Snapshot struct {
 	// Optimizer is the optimiser's MarshalState.
 	Optimizer []byte
 	// Objective is the objective's MarshalState, nil when the objective is
-	// not Stateful.
+	// not Stateful or streams its state (WriteObjective).
 	Objective []byte
+	// WriteObjective, set by Train instead of Objective when the objective
+	// is a StateStreamer, writes the objective's state to w. It reads the
+	// objective as it is, so it is valid only during the Checkpoint call
+	// that hands out the Snapshot. Gob skips func fields: a caller that
+	// stores the Snapshot stores this stream beside it.
+	WriteObjective func(w io.Writer) error
+	// RestoreObjective, set by a caller resuming from a Snapshot whose
+	// objective state it stored as a stream (Objective nil), reads that
+	// stream into the objective, with its ReadState.
+	RestoreObjective func(StateStreamer) error
 	// JitterIncreases is how many times the jitter was raised so far: the
 	// limit TrainConfig.MaxJitterIncreases is over the whole run.
 	JitterIncreases int
@@ -83,6 +107,10 @@ func snapshot(obj Objective, opt Optimizer, params []Param, epoch, iter int, his
 	if s.Optimizer, _, err = stateOf(opt); err != nil {
 		return nil, fmt.Errorf("optimiser state: %w", err)
 	}
+	if ss, ok := obj.(StateStreamer); ok {
+		s.WriteObjective = ss.WriteState
+		return s, nil
+	}
 	if s.Objective, _, err = stateOf(obj); err != nil {
 		return nil, fmt.Errorf("objective state: %w", err)
 	}
@@ -106,17 +134,25 @@ func restore(s *Snapshot, obj Objective, opt Optimizer, params []Param, epochs i
 		}
 	}
 	so, ok := obj.(Stateful)
+	ss, streams := obj.(StateStreamer)
 	switch {
-	case ok && s.Objective == nil:
-		return fmt.Errorf("solvers: Train: Resume snapshot has no state for the objective %T", obj)
-	case !ok && s.Objective != nil:
+	case !ok && (s.Objective != nil || s.RestoreObjective != nil):
 		return fmt.Errorf("solvers: Train: Resume snapshot has objective state, but %T cannot restore it (solvers.Stateful)", obj)
+	case !streams && s.Objective == nil && s.RestoreObjective != nil:
+		return fmt.Errorf("solvers: Train: Resume snapshot has a streamed objective state, but %T cannot read one (solvers.StateStreamer)", obj)
+	case ok && s.Objective == nil && s.RestoreObjective == nil:
+		return fmt.Errorf("solvers: Train: Resume snapshot has no state for the objective %T", obj)
 	}
 	if err := opt.(Stateful).UnmarshalState(s.Optimizer); err != nil {
 		return fmt.Errorf("solvers: Train: restoring the optimiser state: %w", err)
 	}
-	if so != nil {
+	switch {
+	case so != nil && s.Objective != nil:
 		if err := so.UnmarshalState(s.Objective); err != nil {
+			return fmt.Errorf("solvers: Train: restoring the objective state: %w", err)
+		}
+	case so != nil:
+		if err := s.RestoreObjective(ss); err != nil {
 			return fmt.Errorf("solvers: Train: restoring the objective state: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/gob"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -273,5 +274,81 @@ func TestTrainCancelledMidEpochCheckpointsItsEnd(t *testing.T) {
 	cancel()
 	if !errors.Is(err, context.Canceled) || plain.steps != 3*perEpoch+2 {
 		t.Fatalf("without a checkpoint: err %v after %d steps, want context.Canceled after %d", err, plain.steps, 3*perEpoch+2)
+	}
+}
+
+// streamingLinReg is noisyLinReg with its state streamed (StateStreamer).
+type streamingLinReg struct{ *noisyLinReg }
+
+func (s streamingLinReg) WriteState(w io.Writer) error {
+	b, err := s.MarshalState()
+	if err == nil {
+		_, err = w.Write(b)
+	}
+	return err
+}
+
+func (s streamingLinReg) ReadState(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err == nil {
+		err = s.UnmarshalState(b)
+	}
+	return err
+}
+
+// A StateStreamer's state reaches the checkpoint as WriteObjective, not as
+// bytes, and a run resumed through RestoreObjective ends where the
+// uninterrupted one does; a streamed state given to an objective that
+// cannot read one, or no state for one that has state, is refused.
+func TestTrainStreamedObjectiveState(t *testing.T) {
+	cfg := func() TrainConfig {
+		return TrainConfig{N: 40, BatchSize: 9, Epochs: 4, Seed: 2, Optimizer: NewAdam(0.05)}
+	}
+	straight := streamingLinReg{newNoisyLinReg()}
+	if _, err := Train(context.Background(), straight, straight.params(), cfg()); err != nil {
+		t.Fatal(err)
+	}
+	first := streamingLinReg{newNoisyLinReg()}
+	var stored []byte
+	var snap *Snapshot
+	c := cfg()
+	c.Epochs = 2
+	c.Checkpoint = func(s *Snapshot) error {
+		if s.Objective != nil || s.WriteObjective == nil {
+			return errors.New("the state was not streamed")
+		}
+		var buf bytes.Buffer
+		if err := s.WriteObjective(&buf); err != nil {
+			return err
+		}
+		stored, snap = buf.Bytes(), roundTrip(t, s)
+		return nil
+	}
+	if _, err := Train(context.Background(), first, first.params(), c); err != nil {
+		t.Fatal(err)
+	}
+	snap.RestoreObjective = func(ss StateStreamer) error { return ss.ReadState(bytes.NewReader(stored)) }
+	second := streamingLinReg{newNoisyLinReg()}
+	c = cfg()
+	c.Resume = snap
+	if _, err := Train(context.Background(), second, second.params(), c); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(second.beta, straight.beta) {
+		t.Errorf("resumed %v, uninterrupted %v", second.beta, straight.beta)
+	}
+
+	plain := newNoisyLinReg()
+	c = cfg()
+	c.Resume = snap
+	if _, err := Train(context.Background(), plain, plain.params(), c); err == nil || !strings.Contains(err.Error(), "cannot read one") {
+		t.Errorf("streamed state for a plain Stateful: got %v, want a refusal", err)
+	}
+	snap.RestoreObjective = nil
+	third := streamingLinReg{newNoisyLinReg()}
+	c = cfg()
+	c.Resume = snap
+	if _, err := Train(context.Background(), third, third.params(), c); err == nil || !strings.Contains(err.Error(), "no state for the objective") {
+		t.Errorf("no state: got %v, want a refusal", err)
 	}
 }

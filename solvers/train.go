@@ -63,7 +63,8 @@ type TrainConfig struct {
 	Warnings io.Writer
 	// Checkpoint, if non-nil, receives a Snapshot at the end of an epoch,
 	// after Callback, so that a run killed later can be resumed (Resume)
-	// instead of started over. The Snapshot is the caller's to keep. An
+	// instead of started over. The Snapshot is the caller's to keep, but
+	// for its WriteObjective, which must be used during the call. An
 	// error ends training with that error. It is not called after a
 	// Callback error or ErrStopTraining: a resumed run would then train on
 	// past the point where this one stopped.
@@ -202,6 +203,9 @@ func Train(ctx context.Context, obj Objective, params []Param, cfg TrainConfig) 
 	savedAt := -1 // the epoch whose end the last checkpoint holds
 	if cfg.Resume != nil {
 		savedAt = cfg.Resume.Epoch
+		// The snapshot's state is in place: let the collector have it (a
+		// restored objective state can be gigabytes).
+		cfg.Resume = nil
 	}
 	// draining is the cancellation met mid-epoch by a checkpointed run: the
 	// epoch is finished, checkpointed, and then this error returned.

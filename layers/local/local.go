@@ -486,24 +486,48 @@ func (p *Param) SetState(s State) error {
 	}
 	var opt *RowAdam
 	if o := s.Opt; o != nil {
-		rows := p.Rows()
-		if o.Width != p.Width || len(o.M) != rows*p.Width || len(o.V) != rows*p.Width || len(o.T) != rows {
-			return fmt.Errorf("local: optimiser state of %s has width %d, %d and %d moments and %d step counts; the table has %d rows of %d",
-				p.Name, o.Width, len(o.M), len(o.V), len(o.T), rows, p.Width)
+		if len(o.M) != len(p.data) || len(o.V) != len(p.data) {
+			return fmt.Errorf("local: optimiser state of %s has %d and %d moments; the table has %d rows of %d",
+				p.Name, len(o.M), len(o.V), p.Rows(), p.Width)
 		}
-		opt = &RowAdam{lr: o.LR, b1: o.B1, b2: o.B2, eps: o.Eps, width: o.Width, Dense: o.Dense, steps: o.Steps,
-			m: append([]float64(nil), o.M...), v: append([]float64(nil), o.V...), t: append([]int(nil), o.T...)}
-		// A dense state is up to date (State settles): each row is done
-		// with the steps it counts, and the rows that took the last step
-		// are the ones that count it.
-		opt.done = append([]int(nil), o.T...)
-		if o.Dense {
-			for opt.stepped < rows && o.T[opt.stepped] == o.Steps && o.Steps > 0 {
-				opt.stepped++
-			}
+		var err error
+		if opt, err = p.restoredAdam(*o, len(p.data)); err != nil {
+			return err
 		}
+		copy(opt.m, o.M)
+		copy(opt.v, o.V)
 	}
 	copy(p.data, s.Data)
 	p.opt = opt
 	return nil
+}
+
+// restoredAdam checks an optimiser state against the table and builds the
+// optimiser it describes, with moments of n values for the caller to fill:
+// the table's current optimiser's when it has them, so that a restore of
+// gigabytes allocates no second copy of them; p.opt is left for the caller
+// to replace.
+func (p *Param) restoredAdam(o RowAdamState, n int) (*RowAdam, error) {
+	rows := p.Rows()
+	if o.Width != p.Width || len(o.T) != rows {
+		return nil, fmt.Errorf("local: optimiser state of %s has width %d and %d step counts; the table has %d rows of %d",
+			p.Name, o.Width, len(o.T), rows, p.Width)
+	}
+	opt := &RowAdam{lr: o.LR, b1: o.B1, b2: o.B2, eps: o.Eps, width: o.Width, Dense: o.Dense, steps: o.Steps,
+		t: append([]int(nil), o.T...)}
+	if old := p.opt; old != nil && cap(old.m) >= n && cap(old.v) >= n {
+		opt.m, opt.v = old.m[:n], old.v[:n]
+	} else {
+		opt.m, opt.v = make([]float64, n), make([]float64, n)
+	}
+	// A dense state is up to date (State settles): each row is done
+	// with the steps it counts, and the rows that took the last step
+	// are the ones that count it.
+	opt.done = append([]int(nil), o.T...)
+	if o.Dense {
+		for opt.stepped < rows && o.T[opt.stepped] == o.Steps && o.Steps > 0 {
+			opt.stepped++
+		}
+	}
+	return opt, nil
 }

@@ -2,84 +2,178 @@ package svi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/gob"
 	"fmt"
+	"io"
 
 	"github.com/gpc-dev/gpc/layers/local"
 )
 
-// objectiveState is the objective's checkpoint: what, beside the global
-// params, decides its later steps.
-type objectiveState struct {
+// stateMagic opens the objective's state (WriteState), telling it from the
+// gob of objectiveState that checkpoints of version 1 hold.
+const stateMagic = "gpc-svi-state 2\n"
+
+// maxStateHeader bounds the header ReadState allocates for, so that a
+// damaged length is an error rather than an allocation of exabytes.
+const maxStateHeader = 1 << 30
+
+// stateHeader is the objective's state but for its local tables, which
+// follow it in the stream (local.WriteStates).
+type stateHeader struct {
 	// Jitter may have been raised by Cholesky failures.
 	Jitter float64
-	// Locals are the local tables' rows and row-wise Adam, in declaration
-	// order, with their names to catch a different model.
-	Locals []localState
+	// Locals names the local tables, in declaration order.
+	Locals []string
 	// Streams are the normal streams, in declaration order.
 	Streams []streamState
 }
 
-type localState struct {
-	Name  string
-	State local.State
-}
-
-// MarshalState implements solvers.Stateful: the jitter, every local table
-// with its optimiser, and every normal stream's position (waiting for the
-// batch each draws ahead).
-func (o *Objective) MarshalState() ([]byte, error) {
-	s := objectiveState{Jitter: o.Jitter()}
-	for _, l := range o.locals {
-		s.Locals = append(s.Locals, localState{Name: l.p.Name, State: l.p.State()})
+// WriteState implements solvers.StateStreamer: the jitter, every normal
+// stream's position (waiting for the batch each draws ahead), then every
+// local table with its optimiser, written from the tables' storage without
+// a copy of them.
+func (o *Objective) WriteState(w io.Writer) error {
+	h := stateHeader{Jitter: o.Jitter()}
+	tables := make([]*local.Param, len(o.locals))
+	for i, l := range o.locals {
+		h.Locals = append(h.Locals, l.p.Name)
+		tables[i] = l.p
 	}
 	for k, st := range o.streams {
 		ss, err := st.state()
 		if err != nil {
-			return nil, fmt.Errorf("svi: normal stream %d: %w", k, err)
+			return fmt.Errorf("svi: normal stream %d: %w", k, err)
 		}
-		s.Streams = append(s.Streams, ss)
+		h.Streams = append(h.Streams, ss)
 	}
+	var hb bytes.Buffer
+	if err := gob.NewEncoder(&hb).Encode(h); err != nil {
+		return fmt.Errorf("svi: encoding the objective state: %w", err)
+	}
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(hb.Len()))
+	for _, b := range [][]byte{[]byte(stateMagic), n[:], hb.Bytes()} {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return local.WriteStates(w, tables)
+}
+
+// ReadState implements solvers.StateStreamer for an objective built as the
+// saved one was (same model parts and data), reading the local tables in
+// place. The counts and names of the tables and streams, and the tables'
+// shapes, are checked before anything changes.
+func (o *Objective) ReadState(r io.Reader) error {
+	magic := make([]byte, len(stateMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != stateMagic {
+		return fmt.Errorf("svi: not an objective state")
+	}
+	var n [8]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return fmt.Errorf("svi: reading the objective state: %w", err)
+	}
+	size := binary.LittleEndian.Uint64(n[:])
+	if size > maxStateHeader {
+		return fmt.Errorf("svi: the objective state's header claims %d bytes: it is damaged", size)
+	}
+	hb := make([]byte, size)
+	if _, err := io.ReadFull(r, hb); err != nil {
+		return fmt.Errorf("svi: reading the objective state: %w", err)
+	}
+	var h stateHeader
+	if err := gob.NewDecoder(bytes.NewReader(hb)).Decode(&h); err != nil {
+		return fmt.Errorf("svi: decoding the objective state: %w", err)
+	}
+	if err := o.checkState(h.Locals, len(h.Streams)); err != nil {
+		return err
+	}
+	tables := make([]*local.Param, len(o.locals))
+	for i, l := range o.locals {
+		tables[i] = l.p
+	}
+	if err := local.ReadStates(r, tables); err != nil {
+		return fmt.Errorf("svi: %w", err)
+	}
+	return o.restoreScalars(h.Jitter, h.Streams)
+}
+
+// checkState refuses a state of other local tables or streams.
+func (o *Objective) checkState(locals []string, streams int) error {
+	switch {
+	case len(locals) != len(o.locals):
+		return fmt.Errorf("svi: the state has %d local tables, the objective %d", len(locals), len(o.locals))
+	case streams != len(o.streams):
+		return fmt.Errorf("svi: the state has %d normal streams, the objective %d", streams, len(o.streams))
+	}
+	for i, l := range o.locals {
+		if locals[i] != l.p.Name {
+			return fmt.Errorf("svi: local table %d is %s in the state, %s in the objective", i, locals[i], l.p.Name)
+		}
+	}
+	return nil
+}
+
+// restoreScalars restores the jitter and the normal streams.
+func (o *Objective) restoreScalars(jitter float64, streams []streamState) error {
+	if jitter != o.Jitter() {
+		if err := o.SetJitter(jitter); err != nil {
+			return err
+		}
+	}
+	for k, st := range o.streams {
+		if err := st.restore(streams[k]); err != nil {
+			return fmt.Errorf("svi: normal stream %d: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// MarshalState implements solvers.Stateful: WriteState's stream as bytes.
+func (o *Objective) MarshalState() ([]byte, error) {
 	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
-		return nil, fmt.Errorf("svi: encoding the objective state: %w", err)
+	if err := o.WriteState(&buf); err != nil {
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-// UnmarshalState implements solvers.Stateful for an objective built as the
-// saved one was (same model parts and data). The counts and names of the
-// tables and streams are checked before anything changes.
+// UnmarshalState implements solvers.Stateful: it reads MarshalState's
+// bytes, and the gob of objectiveState that checkpoints of version 1 hold,
+// so that a fit checkpointed by an earlier gpc resumes.
 func (o *Objective) UnmarshalState(b []byte) error {
+	if bytes.HasPrefix(b, []byte(stateMagic)) {
+		return o.ReadState(bytes.NewReader(b))
+	}
 	var s objectiveState
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&s); err != nil {
 		return fmt.Errorf("svi: decoding the objective state: %w", err)
 	}
-	switch {
-	case len(s.Locals) != len(o.locals):
-		return fmt.Errorf("svi: the state has %d local tables, the objective %d", len(s.Locals), len(o.locals))
-	case len(s.Streams) != len(o.streams):
-		return fmt.Errorf("svi: the state has %d normal streams, the objective %d", len(s.Streams), len(o.streams))
+	names := make([]string, len(s.Locals))
+	for i, l := range s.Locals {
+		names[i] = l.Name
 	}
-	for i, l := range o.locals {
-		if s.Locals[i].Name != l.p.Name {
-			return fmt.Errorf("svi: local table %d is %s in the state, %s in the objective", i, s.Locals[i].Name, l.p.Name)
-		}
-	}
-	if s.Jitter != o.Jitter() {
-		if err := o.SetJitter(s.Jitter); err != nil {
-			return err
-		}
+	if err := o.checkState(names, len(s.Streams)); err != nil {
+		return err
 	}
 	for i, l := range o.locals {
 		if err := l.p.SetState(s.Locals[i].State); err != nil {
 			return err
 		}
 	}
-	for k, st := range o.streams {
-		if err := st.restore(s.Streams[k]); err != nil {
-			return fmt.Errorf("svi: normal stream %d: %w", k, err)
-		}
-	}
-	return nil
+	return o.restoreScalars(s.Jitter, s.Streams)
+}
+
+// objectiveState is the objective's state as checkpoints of version 1 hold
+// it: one gob, the local tables in it.
+type objectiveState struct {
+	Jitter  float64
+	Locals  []localState
+	Streams []streamState
+}
+
+type localState struct {
+	Name  string
+	State local.State
 }
