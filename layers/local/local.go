@@ -74,15 +74,14 @@ func (p *Param) Settle(rows []int) {
 	if rows == nil {
 		n = p.Rows()
 	}
-	pending := 0
+	var cost float64
 	for k := range n {
-		pending += r.steps - r.done[rowAt(rows, k)]
+		cost += r.settleCost(r.steps - r.done[rowAt(rows, k)])
 	}
-	if pending == 0 {
+	if cost == 0 {
 		return
 	}
-	// A row's cost is its pending steps times its width.
-	if cost := denseValueCost * float64(p.Width) * float64(pending) / float64(n); graph.Splits(n, 1, cost) {
+	if cost /= float64(n); graph.Splits(n, 1, cost) {
 		// A row listed twice (a short batch's padding) must not be
 		// settled by two cores at once.
 		if rows != nil {
@@ -215,13 +214,14 @@ func (p *Param) Step(rows []int, grad []float64) error {
 //
 // The dense update is applied when a row is read, not at every step: a row
 // outside the batch owes the zero-gradient steps since it was last brought
-// up to date, and settling it applies them one by one with their own
-// constants, the same operations in the same order as stepping every row
-// at every step, so the values are equal bit for bit. A step then costs the
-// batch's rows (each carrying the steps it owes) instead of a pass over the
-// whole table: the same arithmetic, but on rows that sit in cache, where
-// the eager pass streamed three values per entry of the table through
-// memory (MNIST's 60 000 rows of 1 568 values, 2.3 GB a step).
+// up to date, and settling it applies them: one by one with their own
+// constants when they are few (the operations of stepping every row at
+// every step, equal bit for bit), in closed form when they are many (equal
+// to the rounding, see settle.go). A step then costs the batch's rows
+// instead of a pass over the whole table, where the eager pass streamed
+// three values per entry of the table through memory (MNIST's 60 000 rows
+// of 1 568 values, 2.3 GB a step), and the closed form costs a row what
+// one step does, not one per step owed (300 on MNIST).
 type RowAdam struct {
 	lr, b1, b2, eps float64
 	width           int
@@ -285,9 +285,11 @@ func (r *RowAdam) settle(i int, x []float64) {
 	}
 	w := r.width
 	m, v := r.m[i*w:(i+1)*w], r.v[i*w:(i+1)*w]
-	for s := from + 1; s <= r.steps; s++ {
-		graph.AdamUpdate(x, m, v, nil, r.consts(s))
+	if r.steps-from >= closedMin {
+		r.settleClosed(x, m, v, from, r.steps)
+		return
 	}
+	r.settleSteps(x, m, v, from, r.steps)
 }
 
 // Step updates row i, held in x, by its gradient g.
@@ -412,9 +414,26 @@ func (r *RowAdam) eagerRows(lo, hi int, grad, x []float64, k *graph.AdamConsts) 
 }
 
 // denseValueCost is the time of one value's zero-gradient step in
-// nanoseconds (graph.AdamUpdate on a row in cache), for deciding whether to
-// split settling across cores.
-const denseValueCost = 0.5
+// nanoseconds (graph.AdamUpdate on a row in cache), closedValueCost that of
+// one value's settle in closed form and closedStepCost that of one step in
+// its weights, for deciding whether to split settling across cores.
+const (
+	denseValueCost  = 0.5
+	closedValueCost = 3
+	closedStepCost  = 10
+)
+
+// settleCost is the time in nanoseconds of settling a row that owes
+// pending steps.
+func (r *RowAdam) settleCost(pending int) float64 {
+	switch {
+	case pending == 0:
+		return 0
+	case pending < closedMin:
+		return denseValueCost * float64(r.width*pending)
+	}
+	return closedValueCost*float64(r.width) + closedStepCost*float64(min(pending, closedTerms))
+}
 
 // grow adds rows with no Adam history (step count and moments zero).
 func (r *RowAdam) grow(rows int) {
@@ -460,12 +479,18 @@ type RowAdamState struct {
 	T               []int
 	Dense           bool
 	Steps           int
+	// Done is, with Dense, the step each row is up to date with (the rest
+	// it owes; see RowAdam); nil when every row is (states saved before
+	// rows were kept unsettled).
+	Done []int
 }
 
-// State returns the table's state (views; see State), every row up to
-// date.
+// State returns the table's state (views; see State). The dense
+// optimiser's rows are left owing what they owe (Done): settling them here
+// would round them otherwise than the uninterrupted fit, which settles them
+// when they are next read, and a fit resumed from a checkpoint would not
+// end bit for bit where it does.
 func (p *Param) State() State {
-	p.Settle(nil)
 	s := State{Data: p.data}
 	if r := p.opt; r != nil {
 		if r.Dense {
@@ -474,6 +499,9 @@ func (p *Param) State() State {
 			}
 		}
 		s.Opt = &RowAdamState{LR: r.lr, B1: r.b1, B2: r.b2, Eps: r.eps, Width: r.width, M: r.m, V: r.v, T: r.t, Dense: r.Dense, Steps: r.steps}
+		if r.Dense {
+			s.Opt.Done = r.done
+		}
 	}
 	return s
 }
@@ -509,9 +537,14 @@ func (p *Param) SetState(s State) error {
 // to replace.
 func (p *Param) restoredAdam(o RowAdamState, n int) (*RowAdam, error) {
 	rows := p.Rows()
-	if o.Width != p.Width || len(o.T) != rows {
-		return nil, fmt.Errorf("local: optimiser state of %s has width %d and %d step counts; the table has %d rows of %d",
-			p.Name, o.Width, len(o.T), rows, p.Width)
+	if o.Width != p.Width || len(o.T) != rows || (o.Done != nil && len(o.Done) != rows) {
+		return nil, fmt.Errorf("local: optimiser state of %s has width %d, %d step counts and %d settled steps; the table has %d rows of %d",
+			p.Name, o.Width, len(o.T), len(o.Done), rows, p.Width)
+	}
+	for i, d := range o.Done {
+		if d < 0 || d > o.Steps {
+			return nil, fmt.Errorf("local: optimiser state of %s: row %d is settled to step %d of %d", p.Name, i, d, o.Steps)
+		}
 	}
 	opt := &RowAdam{lr: o.LR, b1: o.B1, b2: o.B2, eps: o.Eps, width: o.Width, Dense: o.Dense, steps: o.Steps,
 		t: append([]int(nil), o.T...)}
@@ -520,10 +553,14 @@ func (p *Param) restoredAdam(o RowAdamState, n int) (*RowAdam, error) {
 	} else {
 		opt.m, opt.v = make([]float64, n), make([]float64, n)
 	}
-	// A dense state is up to date (State settles): each row is done
-	// with the steps it counts, and the rows that took the last step
-	// are the ones that count it.
-	opt.done = append([]int(nil), o.T...)
+	// Each row is done with the steps Done says, or, in a state that has
+	// none, with the steps it counts (such states were settled); the rows
+	// that took the last dense step are the ones that count it.
+	if o.Done != nil {
+		opt.done = append([]int(nil), o.Done...)
+	} else {
+		opt.done = append([]int(nil), o.T...)
+	}
 	if o.Dense {
 		for opt.stepped < rows && o.T[opt.stepped] == o.Steps && o.Steps > 0 {
 			opt.stepped++

@@ -1,0 +1,65 @@
+package local
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// The closed-form settle moves every element as taking the owed steps one
+// by one does, to 1e-13 of the move (from x = 0: from elsewhere the steps'
+// rounding of x is larger than the move's error), in both series' regimes and between
+// them (where it takes them one by one), for few and many owed steps, early
+// in training (large bias corrections) and late, and across the limit of
+// the remembered step constants.
+func TestClosedSettleMatchesSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const width = 400
+	for _, c := range []struct{ from, to int }{
+		{1, 9}, {3, 40}, {10, 310}, {500, 800}, {2000, 2000 + closedTerms + 50}, {100, 100 + recentSteps + 300},
+	} {
+		r := NewRowAdam(0.01, 1, width)
+		r.Dense = true
+		r.steps = c.to
+		r.recent = nil // every step's constants computed afresh
+		x := make([]float64, width)
+		m := make([]float64, width)
+		v := make([]float64, width)
+		// x starts at 0, so that the move is not lost in the rounding of x.
+		for k := range x {
+			m[k] = rng.NormFloat64() * math.Pow(10, -8*rng.Float64())
+			// √v from 1e-22 to 1e2: ε = 1e-8 sits in the middle.
+			v[k] = math.Pow(10, -44+48*rng.Float64())
+		}
+		m[0], v[1], m[2], v[2] = 0, 0, 0, 0
+		xs, ms, vs := append([]float64(nil), x...), append([]float64(nil), m...), append([]float64(nil), v...)
+		r.settleSteps(xs, ms, vs, c.from, c.to)
+		xc, mc, vc := append([]float64(nil), x...), append([]float64(nil), m...), append([]float64(nil), v...)
+		r.settleClosed(xc, mc, vc, c.from, c.to)
+		regimes := map[string]int{}
+		for k := range x {
+			s := math.Sqrt(v[k])
+			switch {
+			case s > 1e4*r.eps:
+				regimes["large"]++
+			case s < 1e-6*r.eps:
+				regimes["small"]++
+			case s > 1e-3*r.eps && s < 1e3*r.eps:
+				regimes["between"]++
+			}
+			move := xs[k] - x[k]
+			if d := math.Abs((xc[k] - x[k]) - move); d > 1e-13*math.Abs(move)+1e-300 {
+				t.Fatalf("steps %d..%d, element %d (m %g, √v %g): moved %g in closed form, %g step by step", c.from, c.to, k, m[k], s, xc[k]-x[k], move)
+			}
+			// Step by step a moment takes a rounding a step; in closed form, one.
+			for _, q := range [][2]float64{{mc[k], ms[k]}, {vc[k], vs[k]}} {
+				if d := math.Abs(q[0] - q[1]); d > 2.3e-16*float64(c.to-c.from)*math.Abs(q[1]) {
+					t.Fatalf("steps %d..%d, element %d: moment %g in closed form, %g step by step", c.from, c.to, k, q[0], q[1])
+				}
+			}
+		}
+		if regimes["large"] < 20 || regimes["small"] < 20 || regimes["between"] < 20 {
+			t.Fatalf("the elements do not cover the regimes: %v", regimes)
+		}
+	}
+}
