@@ -76,7 +76,9 @@ func (p *Param) Settle(rows []int) {
 	}
 	var cost float64
 	for k := range n {
-		cost += r.settleCost(r.steps - r.done[rowAt(rows, k)])
+		if owed := r.steps - r.done[rowAt(rows, k)]; owed > 0 {
+			cost += r.settleCost(owed)
+		}
 	}
 	if cost == 0 {
 		return

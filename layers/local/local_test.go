@@ -137,9 +137,10 @@ func checkDenseIsAdam(t *testing.T, width, rows, steps int) {
 		if err := adam.Step([]solvers.Param{{Name: "table", Data: ref}}, [][]float64{full}); err != nil {
 			t.Fatal(err)
 		}
+		got := p.Values()
 		for j := range ref {
-			if d := math.Abs(p.Values()[j] - ref[j]); d > 1e-12 {
-				t.Fatalf("step %d value %d: dense row Adam %v, Adam %v", step, j, p.Values()[j], ref[j])
+			if d := math.Abs(got[j] - ref[j]); d > 1e-12 {
+				t.Fatalf("step %d value %d: dense row Adam %v, Adam %v", step, j, got[j], ref[j])
 			}
 		}
 		if p.Steps(5) != step+1 {

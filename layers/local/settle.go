@@ -36,8 +36,8 @@ const closedMin = 8
 
 // closedTerms is the most steps summed into the weights: the step j after
 // the row's last gradient weighs at most (β1/β2²)^j ≈ 0.902^j of the first
-// (β1 = 0.9, β2 = 0.999), below 1e-26 by 600.
-const closedTerms = 600
+// (β1 = 0.9, β2 = 0.999), below 1e-17 by 400.
+const closedTerms = 400
 
 // seriesTerms is the number of terms of each series, and seriesTol the
 // largest ratio of consecutive terms it is used at: the truncation error
