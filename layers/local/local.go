@@ -434,7 +434,7 @@ func (r *RowAdam) settleCost(pending int) float64 {
 	case pending < closedMin:
 		return denseValueCost * float64(r.width*pending)
 	}
-	return closedValueCost*float64(r.width) + closedStepCost*float64(min(pending, closedTerms))
+	return closedValueCost*float64(r.width) + closedStepCost*float64(min(pending, 400))
 }
 
 // grow adds rows with no Adam history (step count and moments zero).

@@ -15,7 +15,7 @@ import (
 //
 // and scales m by β1 and v by β2. Summed over the steps owed, the move is
 // a function of √v alone, which a series in ε/√v (when √v ≫ ε) or in √v/ε
-// (when √v ≪ ε) gives from four weights per series, shared by the row's
+// (when √v ≪ ε) gives from eight weights per series, shared by the row's
 // elements: one square root and one division an element instead of one of
 // each per element and step. On NIMGP's MNIST table (60 000 rows of 1 568
 // values, a row read once an epoch of 300 steps) applying the steps one by
@@ -23,8 +23,8 @@ import (
 //
 // The elements in neither regime (√v within two orders of magnitude of ε
 // either side, from gradients of magnitude 1e-9 to 1e-5) take the steps one
-// by one, gathered into one vector. The closed
-// form is exact in real arithmetic; in floating point it differs from the
+// by one, gathered into one vector. The closed form is exact in real
+// arithmetic; in floating point it differs from the
 // steps taken one by one by rounding (relative 1e-13 at most on the move,
 // TestClosedSettleMatchesSteps), which is why a checkpoint saves the rows
 // unsettled (State): a resumed fit settles them at the same steps as an
@@ -34,10 +34,18 @@ import (
 // taken one by one, which then costs less than the weights.
 const closedMin = 8
 
-// closedTerms is the most steps summed into the weights: the step j after
-// the row's last gradient weighs at most (β1/β2²)^j ≈ 0.902^j of the first
-// (β1 = 0.9, β2 = 0.999), below 1e-17 by 400.
-const closedTerms = 400
+// closedTerms is how many steps the weights sum: the step j after the
+// row's last gradient weighs at most rate^j of the first, rate =
+// β1/β2^(seriesTerms/2) (0.904 with β1 = 0.9, β2 = 0.999: 387 steps), and
+// the steps beyond it below 1e-17. Decays too slow for the sum to end
+// soon (rate above 0.95, not Adam's defaults) take the steps one by one.
+func (r *RowAdam) closedTerms() (int, bool) {
+	rate := r.b1 / math.Pow(r.b2, seriesTerms/2)
+	if !(rate < 0.95) {
+		return 0, false
+	}
+	return int(math.Ceil(math.Log(1e-17) / math.Log(rate))), true
+}
 
 // seriesTerms is the number of terms of each series, and seriesTol the
 // largest ratio of consecutive terms it is used at: the truncation error
@@ -59,11 +67,11 @@ type decay struct {
 }
 
 // decayOver returns the weights of the zero-gradient steps from+1..to.
-func (r *RowAdam) decayOver(from, to int) decay {
+func (r *RowAdam) decayOver(from, to, terms int) decay {
 	d := decay{bMin: math.Inf(1)}
 	rb2 := math.Sqrt(r.b2)
 	pb1, pr := 1.0, 1.0
-	for t := from + 1; t <= min(to, from+closedTerms); t++ {
+	for t := from + 1; t <= min(to, from+terms); t++ {
 		pb1 *= r.b1
 		pr *= rb2
 		k := r.consts(t)
@@ -86,7 +94,12 @@ func (r *RowAdam) decayOver(from, to int) decay {
 // settleClosed applies the zero-gradient steps from+1..to to a row's
 // values x with moments m and v.
 func (r *RowAdam) settleClosed(x, m, v []float64, from, to int) {
-	d := r.decayOver(from, to)
+	terms, ok := r.closedTerms()
+	if !ok {
+		r.settleSteps(x, m, v, from, to)
+		return
+	}
+	d := r.decayOver(from, to, terms)
 	eps := r.eps
 	largeAt, smallAt := seriesTol*d.bMin, seriesTol/d.bMax
 	l, sm := d.large, d.small
