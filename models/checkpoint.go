@@ -225,13 +225,18 @@ func readCheckpoint(path string, want fitPrint) (*checkpointFile, error) {
 		return nil, fmt.Errorf("models: %s is not a gpc checkpoint (format %q)", path, f.Format)
 	case f.Version != 1 && f.Version != checkpointVersion:
 		return nil, fmt.Errorf("models: checkpoint %s has version %d; this gpc reads versions 1 and %d", path, f.Version, checkpointVersion)
-	case f.Version == checkpointVersion && streamAt < 0, f.Version == 1 && streamAt >= 0:
+	case f.Version == checkpointVersion && streamAt < 0, f.Version == 1 && (streamAt >= 0 || f.Streamed):
 		return nil, damaged(fmt.Sprintf("version %d in a file laid out as the other", f.Version))
 	}
 	if d := f.Print.differs(want); d != "" {
 		return nil, fmt.Errorf("models: checkpoint %s is of another fit: %s; remove it or give another path", path, d)
 	}
 	if !f.Streamed {
+		if f.Version == checkpointVersion {
+			if _, err := br.Peek(1); err != io.EOF {
+				return nil, damaged("bytes after the header of a checkpoint without a stream")
+			}
+		}
 		return &f, nil
 	}
 	n := st.Size() - trailerSize - streamAt
@@ -258,12 +263,16 @@ func readCheckpoint(path string, want fitPrint) (*checkpointFile, error) {
 			return fmt.Errorf("models: reading checkpoint %s: %w", path, err)
 		}
 		defer fh.Close()
+		// The file verified above, not one put in its place since.
+		if now, err := fh.Stat(); err != nil || !os.SameFile(st, now) {
+			return fmt.Errorf("models: checkpoint %s was replaced while the fit was resuming from it", path)
+		}
 		cr := &countingReader{r: bufio.NewReaderSize(io.NewSectionReader(fh, streamAt, n), 1<<20)}
 		if err := ss.ReadState(cr); err != nil {
 			return fmt.Errorf("checkpoint %s: %w", path, err)
 		}
 		if cr.n != n {
-			return fmt.Errorf("checkpoint %s: the objective read %d bytes of its state's %d", path, cr.n, n)
+			return fmt.Errorf("checkpoint %s: the objective read %d bytes of its state's %d (its state is now undefined)", path, cr.n, n)
 		}
 		return nil
 	}

@@ -39,7 +39,9 @@ type StateStreamer interface {
 // Snapshot is Train's state at the end of an epoch: what TrainConfig.Resume
 // needs to continue so that the result is bit for bit that of an
 // uninterrupted run. It is gob-encodable, so callers can store it as they
-// like.
+// like, but for a StateStreamer objective's state: gob skips
+// WriteObjective, so such a caller must store that stream itself, and give
+// it back through RestoreObjective (models' checkpoint files do).
 type Snapshot struct {
 	// Epoch is the number of completed epochs.
 	Epoch int

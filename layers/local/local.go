@@ -431,10 +431,12 @@ func (r *RowAdam) settleCost(pending int) float64 {
 	switch {
 	case pending == 0:
 		return 0
-	case pending < closedMin:
+	}
+	terms, ok := r.closedTerms()
+	if pending < closedMin || !ok {
 		return denseValueCost * float64(r.width*pending)
 	}
-	return closedValueCost*float64(r.width) + closedStepCost*float64(min(pending, 400))
+	return closedValueCost*float64(r.width) + closedStepCost*float64(min(pending, terms))
 }
 
 // grow adds rows with no Adam history (step count and moments zero).
@@ -466,7 +468,9 @@ func (p *Param) Steps(i int) int {
 // State is a table's values and its optimiser's: what a checkpoint of a
 // fit must keep, since the rows are trained outside the global params. Its
 // slices are views of the table's storage, valid until the next Step, so
-// that saving the state of a large table copies nothing.
+// that saving the state of a large table copies nothing. With the dense
+// optimiser, Data is the rows as stored, each up to date with the step
+// Opt.Done gives, not what Values returns.
 type State struct {
 	Data []float64
 	// Opt is nil when the table has no optimiser.

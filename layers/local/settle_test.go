@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gpc-dev/gpc/graph"
 )
 
 // The closed-form settle moves every element as taking the owed steps one
@@ -15,13 +17,20 @@ import (
 func TestClosedSettleMatchesSteps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const width = 400
+	closed := 0 // elements whose move differs in its bits from the steps'
 	for _, c := range []struct{ from, to int }{
-		{1, 9}, {3, 40}, {10, 310}, {500, 800}, {2000, 2450}, {100, 100 + recentSteps + 300},
+		{1, 9}, {3, 40}, {1, 395}, {1, 2000}, {10, 310}, {500, 800}, {2000, 2450}, {100, 100 + recentSteps + 300},
 	} {
 		r := NewRowAdam(0.01, 1, width)
 		r.Dense = true
-		r.steps = c.to
-		r.recent = nil // every step's constants computed afresh
+		// The constants of the last recentSteps steps remembered, as
+		// training leaves them; older ones are computed afresh.
+		r.recent = make([]graph.AdamConsts, recentSteps)
+		r.recentFrom = 1
+		for s := 1; s <= c.to; s++ {
+			r.steps = s
+			r.recent[s%recentSteps] = graph.NewAdamConsts(r.lr, r.b1, r.b2, r.eps, s)
+		}
 		x := make([]float64, width)
 		m := make([]float64, width)
 		v := make([]float64, width)
@@ -48,6 +57,9 @@ func TestClosedSettleMatchesSteps(t *testing.T) {
 				regimes["between"]++
 			}
 			move := xs[k] - x[k]
+			if math.Float64bits(xc[k]) != math.Float64bits(xs[k]) {
+				closed++
+			}
 			if d := math.Abs((xc[k] - x[k]) - move); d > 1e-13*math.Abs(move)+1e-300 {
 				t.Fatalf("steps %d..%d, element %d (m %g, √v %g): moved %g in closed form, %g step by step", c.from, c.to, k, m[k], s, xc[k]-x[k], move)
 			}
@@ -61,6 +73,10 @@ func TestClosedSettleMatchesSteps(t *testing.T) {
 		if regimes["large"] < 20 || regimes["small"] < 20 || regimes["between"] < 20 {
 			t.Fatalf("the elements do not cover the regimes: %v", regimes)
 		}
+	}
+	// Equal bits everywhere would mean the closed form never ran.
+	if closed < 1000 {
+		t.Fatalf("only %d moves differ in their bits from the steps': the closed form hardly ran", closed)
 	}
 }
 

@@ -16,7 +16,8 @@ const statesMagic = "gpc-local-states 1\n"
 
 // maxStatesHeader bounds the header ReadStates will allocate for: a
 // damaged length must give an error, not an allocation of exabytes. The
-// header holds one step count per row, so this allows some 100 million rows.
+// header holds two step counts per row (T and Done), so this allows some
+// 60 million rows.
 const maxStatesHeader = 1 << 30
 
 // tableHeader is a table's State without its values and moments: the

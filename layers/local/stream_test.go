@@ -26,7 +26,7 @@ func streamTables(t *testing.T, rows int, seed uint64) []*Param {
 	b.Reset(ds)
 	a.SetOptimizer(0.05, true)
 	b.SetOptimizer(0.02, false)
-	stepTables(t, []*Param{a, b}, rand.New(rand.NewPCG(seed, 1)), 4)
+	stepTables(t, []*Param{a, b}, rand.New(rand.NewPCG(seed, 1)), 12)
 	return []*Param{a, b}
 }
 
@@ -48,9 +48,21 @@ func stepTables(t *testing.T, ps []*Param, rng *rand.Rand, k int) {
 }
 
 // Tables read back by ReadStates step exactly as the tables written do,
-// dense and lazy optimisers both.
+// dense and lazy optimisers both, the dense table's rows owing steps when
+// written (deferred, as large tables are).
 func TestStatesStreamRoundTrip(t *testing.T) {
+	defer func(v, w int) { eagerValues, eagerWidth = v, w }(eagerValues, eagerWidth)
+	eagerValues, eagerWidth = 0, 0
 	a := streamTables(t, 7, 3)
+	owing := 0
+	for i := range a[0].Rows() {
+		if a[0].opt.done[i] < a[0].opt.steps {
+			owing++
+		}
+	}
+	if owing == 0 {
+		t.Fatal("no row owes a step when the state is written")
+	}
 	var buf bytes.Buffer
 	if err := WriteStates(&buf, a); err != nil {
 		t.Fatal(err)
@@ -144,5 +156,33 @@ func TestStatesStreamAllocatesNoCopy(t *testing.T) {
 	const limit = 2 << 20
 	if w > limit || r > limit {
 		t.Fatalf("writing allocated %d bytes and reading %d, want at most %d each for a table of %d", w, r, limit, 3*rows*width*8)
+	}
+}
+
+// A state saved settled and without Done (as before rows were kept
+// unsettled) restores with every row up to date, and steps as the
+// original; a Done out of range is refused.
+func TestStateWithoutDone(t *testing.T) {
+	defer func(v, w int) { eagerValues, eagerWidth = v, w }(eagerValues, eagerWidth)
+	eagerValues, eagerWidth = 0, 0
+	a, b := streamTables(t, 7, 3)[0], streamTables(t, 7, 4)[0]
+	a.Settle(nil)
+	st := a.State()
+	st.Opt.Done = nil
+	if err := b.SetState(st); err != nil {
+		t.Fatal(err)
+	}
+	stepTables(t, []*Param{a}, rand.New(rand.NewPCG(8, 8)), 9)
+	stepTables(t, []*Param{b}, rand.New(rand.NewPCG(8, 8)), 9)
+	for i, v := range a.Values() {
+		if math.Float64bits(v) != math.Float64bits(b.Values()[i]) {
+			t.Fatalf("value %d: %v restored, %v original", i, b.Values()[i], v)
+		}
+	}
+	st = a.State()
+	st.Opt.Done = append([]int(nil), st.Opt.Done...)
+	st.Opt.Done[2] = st.Opt.Steps + 1
+	if err := b.SetState(st); err == nil || !strings.Contains(err.Error(), "row 2") {
+		t.Fatalf("got %v, want a refusal naming row 2", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"io"
+	"math/rand/v2"
 
 	"github.com/gpc-dev/gpc/layers/local"
 )
@@ -63,8 +64,10 @@ func (o *Objective) WriteState(w io.Writer) error {
 
 // ReadState implements solvers.StateStreamer for an objective built as the
 // saved one was (same model parts and data), reading the local tables in
-// place. The counts and names of the tables and streams, and the tables'
-// shapes, are checked before anything changes.
+// place. The counts and names of the tables and streams, the jitter, the
+// streams' generator states and the tables' shapes are checked before
+// anything changes; a stream cut short while the tables are read leaves
+// them undefined, and the error says so.
 func (o *Objective) ReadState(r io.Reader) error {
 	magic := make([]byte, len(stateMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != stateMagic {
@@ -86,7 +89,7 @@ func (o *Objective) ReadState(r io.Reader) error {
 	if err := gob.NewDecoder(bytes.NewReader(hb)).Decode(&h); err != nil {
 		return fmt.Errorf("svi: decoding the objective state: %w", err)
 	}
-	if err := o.checkState(h.Locals, len(h.Streams)); err != nil {
+	if err := o.checkState(h.Locals, h.Jitter, h.Streams); err != nil {
 		return err
 	}
 	tables := make([]*local.Param, len(o.locals))
@@ -99,23 +102,34 @@ func (o *Objective) ReadState(r io.Reader) error {
 	return o.restoreScalars(h.Jitter, h.Streams)
 }
 
-// checkState refuses a state of other local tables or streams.
-func (o *Objective) checkState(locals []string, streams int) error {
+// checkState refuses a state of other local tables or streams, or one
+// whose jitter or streams could not be restored, before anything changes:
+// restoreScalars then cannot fail.
+func (o *Objective) checkState(locals []string, jitter float64, streams []streamState) error {
 	switch {
 	case len(locals) != len(o.locals):
 		return fmt.Errorf("svi: the state has %d local tables, the objective %d", len(locals), len(o.locals))
-	case streams != len(o.streams):
-		return fmt.Errorf("svi: the state has %d normal streams, the objective %d", streams, len(o.streams))
+	case len(streams) != len(o.streams):
+		return fmt.Errorf("svi: the state has %d normal streams, the objective %d", len(streams), len(o.streams))
+	case !(jitter > 0):
+		return fmt.Errorf("svi: the state's jitter is %v", jitter)
 	}
 	for i, l := range o.locals {
 		if locals[i] != l.p.Name {
 			return fmt.Errorf("svi: local table %d is %s in the state, %s in the objective", i, locals[i], l.p.Name)
 		}
 	}
+	for k, st := range streams {
+		var pcg rand.PCG
+		if err := pcg.UnmarshalBinary(st.PCG); err != nil {
+			return fmt.Errorf("svi: normal stream %d: %w", k, err)
+		}
+	}
 	return nil
 }
 
-// restoreScalars restores the jitter and the normal streams.
+// restoreScalars restores the jitter and the normal streams (checked by
+// checkState).
 func (o *Objective) restoreScalars(jitter float64, streams []streamState) error {
 	if jitter != o.Jitter() {
 		if err := o.SetJitter(jitter); err != nil {
@@ -154,11 +168,14 @@ func (o *Objective) UnmarshalState(b []byte) error {
 	for i, l := range s.Locals {
 		names[i] = l.Name
 	}
-	if err := o.checkState(names, len(s.Streams)); err != nil {
+	if err := o.checkState(names, s.Jitter, s.Streams); err != nil {
 		return err
 	}
 	for i, l := range o.locals {
 		if err := l.p.SetState(s.Locals[i].State); err != nil {
+			if i > 0 {
+				return fmt.Errorf("%w (the tables before it are restored, the state is now undefined)", err)
+			}
 			return err
 		}
 	}

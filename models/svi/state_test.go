@@ -122,4 +122,22 @@ func TestStateStreamAndLegacy(t *testing.T) {
 	if after, _ := c.MarshalState(); !bytes.Equal(after, before) {
 		t.Errorf("a refused state changed the objective")
 	}
+
+	// A generator state that cannot be restored is refused before the
+	// tables change.
+	var bad objectiveState
+	if err := gob.NewDecoder(bytes.NewReader(legacyState(t, a))).Decode(&bad); err != nil {
+		t.Fatal(err)
+	}
+	bad.Streams[0].PCG = []byte("not a generator")
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UnmarshalState(buf.Bytes()); err == nil || !strings.Contains(err.Error(), "normal stream 0") {
+		t.Fatalf("got %v, want a refusal naming the stream", err)
+	}
+	if after, _ := c.MarshalState(); !bytes.Equal(after, before) {
+		t.Errorf("a refused generator state changed the objective")
+	}
 }
