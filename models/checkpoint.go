@@ -2,7 +2,6 @@ package models
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"encoding/gob"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/datasets/frame"
 	"github.com/gpc-dev/gpc/solvers"
 )
 
@@ -197,25 +197,13 @@ func readCheckpoint(path string, want fitPrint) (*checkpointFile, error) {
 	head, err := br.Peek(len(checkpointMagic))
 	streamAt := int64(-1)
 	if err == nil && string(head) == checkpointMagic {
-		var n [8]byte
-		if _, err := br.Discard(len(checkpointMagic)); err != nil {
+		limit := uint64(maxCheckpointHeader)
+		if sz := uint64(st.Size()); sz < limit {
+			limit = sz
+		}
+		if streamAt, err = frame.Read(br, checkpointMagic, limit, &f); err != nil {
 			return nil, damaged(err)
 		}
-		if _, err := io.ReadFull(br, n[:]); err != nil {
-			return nil, damaged(err)
-		}
-		size := binary.LittleEndian.Uint64(n[:])
-		if size > maxCheckpointHeader || int64(size) > st.Size() {
-			return nil, damaged(fmt.Sprintf("a header of %d bytes", size))
-		}
-		hb := make([]byte, size)
-		if _, err := io.ReadFull(br, hb); err != nil {
-			return nil, damaged(err)
-		}
-		if err := gob.NewDecoder(bytes.NewReader(hb)).Decode(&f); err != nil {
-			return nil, damaged(err)
-		}
-		streamAt = int64(len(checkpointMagic)) + 8 + int64(size)
 	} else if err := gob.NewDecoder(br).Decode(&f); err != nil {
 		// Version 1: the whole file is one gob.
 		return nil, damaged(err)
@@ -374,18 +362,10 @@ func writeCheckpoint(ck *Checkpoint, fp fitPrint, s *solvers.Snapshot) error {
 		}
 		f.Caller = b
 	}
-	var hb bytes.Buffer
-	if err := gob.NewEncoder(&hb).Encode(f); err != nil {
-		return fmt.Errorf("models: writing checkpoint %s: %w", ck.Path, err)
-	}
 	err := datasets.WriteAtomic(ck.Path, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(hb.Len()))
-		for _, b := range [][]byte{[]byte(checkpointMagic), n[:], hb.Bytes()} {
-			if _, err := bw.Write(b); err != nil {
-				return err
-			}
+		if _, err := frame.Write(bw, checkpointMagic, f); err != nil {
+			return err
 		}
 		if s.WriteObjective != nil {
 			cw := &countingWriter{w: bw}

@@ -1,13 +1,13 @@
 package local
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/gpc-dev/gpc/datasets/frame"
 )
 
 // statesMagic opens WriteStates' stream, so that other bytes are refused
@@ -48,16 +48,8 @@ func WriteStates(w io.Writer, tables []*Param) error {
 			heads[i].Opt = &h
 		}
 	}
-	var hb bytes.Buffer
-	if err := gob.NewEncoder(&hb).Encode(heads); err != nil {
-		return fmt.Errorf("local: encoding the table headers: %w", err)
-	}
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(hb.Len()))
-	for _, b := range [][]byte{[]byte(statesMagic), n[:], hb.Bytes()} {
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
+	if _, err := frame.Write(w, statesMagic, heads); err != nil {
+		return fmt.Errorf("local: writing the table headers: %w", err)
 	}
 	buf := make([]byte, streamChunk*8)
 	for _, p := range tables {
@@ -83,25 +75,12 @@ func WriteStates(w io.Writer, tables []*Param) error {
 // error while the arrays are read (a stream cut short) leaves the tables'
 // values undefined, and the error says so.
 func ReadStates(r io.Reader, tables []*Param) error {
-	magic := make([]byte, len(statesMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != statesMagic {
-		return errors.New("local: not a stream of table states")
-	}
-	var n [8]byte
-	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return fmt.Errorf("local: reading the table headers: %w", err)
-	}
-	size := binary.LittleEndian.Uint64(n[:])
-	if size > maxStatesHeader {
-		return fmt.Errorf("local: the table headers claim %d bytes, more than %d: the stream is damaged", size, maxStatesHeader)
-	}
-	hb := make([]byte, size)
-	if _, err := io.ReadFull(r, hb); err != nil {
-		return fmt.Errorf("local: reading the table headers: %w", err)
-	}
 	var heads []tableHeader
-	if err := gob.NewDecoder(bytes.NewReader(hb)).Decode(&heads); err != nil {
-		return fmt.Errorf("local: decoding the table headers: %w", err)
+	if _, err := frame.Read(r, statesMagic, maxStatesHeader, &heads); err != nil {
+		if errors.Is(err, frame.ErrMagic) {
+			return errors.New("local: not a stream of table states")
+		}
+		return fmt.Errorf("local: reading the table headers: %w", err)
 	}
 	if len(heads) != len(tables) {
 		return fmt.Errorf("local: the stream holds %d tables, %d are to be restored", len(heads), len(tables))

@@ -2,12 +2,13 @@ package svi
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/gob"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 
+	"github.com/gpc-dev/gpc/datasets/frame"
 	"github.com/gpc-dev/gpc/layers/local"
 )
 
@@ -48,16 +49,8 @@ func (o *Objective) WriteState(w io.Writer) error {
 		}
 		h.Streams = append(h.Streams, ss)
 	}
-	var hb bytes.Buffer
-	if err := gob.NewEncoder(&hb).Encode(h); err != nil {
-		return fmt.Errorf("svi: encoding the objective state: %w", err)
-	}
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(hb.Len()))
-	for _, b := range [][]byte{[]byte(stateMagic), n[:], hb.Bytes()} {
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
+	if _, err := frame.Write(w, stateMagic, h); err != nil {
+		return fmt.Errorf("svi: writing the objective state: %w", err)
 	}
 	return local.WriteStates(w, tables)
 }
@@ -69,25 +62,12 @@ func (o *Objective) WriteState(w io.Writer) error {
 // anything changes; a stream cut short while the tables are read leaves
 // them undefined, and the error says so.
 func (o *Objective) ReadState(r io.Reader) error {
-	magic := make([]byte, len(stateMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != stateMagic {
-		return fmt.Errorf("svi: not an objective state")
-	}
-	var n [8]byte
-	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return fmt.Errorf("svi: reading the objective state: %w", err)
-	}
-	size := binary.LittleEndian.Uint64(n[:])
-	if size > maxStateHeader {
-		return fmt.Errorf("svi: the objective state's header claims %d bytes: it is damaged", size)
-	}
-	hb := make([]byte, size)
-	if _, err := io.ReadFull(r, hb); err != nil {
-		return fmt.Errorf("svi: reading the objective state: %w", err)
-	}
 	var h stateHeader
-	if err := gob.NewDecoder(bytes.NewReader(hb)).Decode(&h); err != nil {
-		return fmt.Errorf("svi: decoding the objective state: %w", err)
+	if _, err := frame.Read(r, stateMagic, maxStateHeader, &h); err != nil {
+		if errors.Is(err, frame.ErrMagic) {
+			return errors.New("svi: not an objective state")
+		}
+		return fmt.Errorf("svi: reading the objective state: %w", err)
 	}
 	if err := o.checkState(h.Locals, h.Jitter, h.Streams); err != nil {
 		return err
