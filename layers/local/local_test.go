@@ -252,6 +252,14 @@ func checkDeferredIsEager(t *testing.T, tol float64) {
 			if err := q.SetState(p.State()); err != nil {
 				t.Fatal(err)
 			}
+			// It keeps the constants of the steps rows may owe, as the
+			// interrupted table did, rather than recomputing them per row.
+			for st := s - recentSteps + 1; st <= s; st++ {
+				k := q.opt.consts(st)
+				if k != &q.opt.recent[st%recentSteps] || *k != p.opt.recent[st%recentSteps] {
+					t.Fatalf("after the restore, step %d's constants are %+v, not kept; the interrupted table's were %+v", st, *k, p.opt.recent[st%recentSteps])
+				}
+			}
 			p = q
 			// Rows appended to the data set join with no history.
 			rows += 2

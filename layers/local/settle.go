@@ -34,7 +34,7 @@ import (
 // taken one by one, which then costs less than the weights.
 const closedMin = 8
 
-// closedTerms is how many steps the weights sum. The terms of weight p
+// closedTermsOf is how many steps the weights sum. The terms of weight p
 // fall like rate_p^j, rate_p = β1/β2^((p+1)/2), times a bias correction
 // that grows early in training (by at most 1e12 over the first thousand
 // steps): with the slowest, rate = rate_7 (0.904 for β1 = 0.9, β2 = 0.999:
@@ -44,13 +44,17 @@ const closedMin = 8
 // (TestClosedSettleMatchesSteps, from step 1 on). Decays too slow for the
 // sum to end soon (rate above 0.95, not Adam's defaults) take the steps
 // one by one.
-func (r *RowAdam) closedTerms() (int, bool) {
-	rate := r.b1 / math.Pow(r.b2, seriesTerms/2)
+func closedTermsOf(b1, b2 float64) int {
+	rate := b1 / math.Pow(b2, seriesTerms/2)
 	if !(rate < 0.95) {
-		return 0, false
+		return 0
 	}
-	return int(math.Ceil(math.Log(1e-17) / math.Log(rate))), true
+	return int(math.Ceil(math.Log(1e-17) / math.Log(rate)))
 }
+
+// closedTerms returns closedTermsOf the optimiser's decays, and whether
+// the closed form applies to them.
+func (r *RowAdam) closedTerms() (int, bool) { return r.terms, r.terms > 0 }
 
 // seriesTerms is the number of terms of each series, and seriesTol the
 // largest ratio of consecutive terms it is used at: the truncation error

@@ -83,8 +83,7 @@ func TestClosedSettleMatchesSteps(t *testing.T) {
 // With moment decays whose weights fall too slowly for a short sum (β1 =
 // 0.99), the owed steps are taken one by one: the same bits as the steps.
 func TestClosedSettleSlowDecay(t *testing.T) {
-	r := NewRowAdam(0.01, 1, 5)
-	r.b1 = 0.99
+	r := newRowAdam(0.01, 0.99, 0.999, 1e-8, 5)
 	r.steps = 300
 	x, m, v := []float64{0, 0, 0, 0, 0}, []float64{1, -2, 3e-3, 0, 5}, []float64{1, 4e-20, 1e-6, 1, 0}
 	xs, ms, vs := append([]float64(nil), x...), append([]float64(nil), m...), append([]float64(nil), v...)
