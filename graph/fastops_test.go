@@ -478,6 +478,7 @@ func TestFastOpsWholeGraph(t *testing.T) {
 
 // A step of recognised ops allocates nothing once its outputs exist.
 func TestFastOpsDoNotAllocate(t *testing.T) {
+	skipUnderRace(t)
 	needFastOps(t)
 	rng := rand.New(rand.NewPCG(159, 160))
 	g := G.NewGraph()

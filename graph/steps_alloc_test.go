@@ -56,6 +56,7 @@ func TestCholeskyMatchesMat(t *testing.T) {
 // Cholesky factor, fused functions and their adjoints, structural ops)
 // and the fast forms of Gorgonia's ops into theirs.
 func TestProgramRunDoesNotAllocate(t *testing.T) {
+	skipUnderRace(t)
 	needFastOps(t)
 	rng := rand.New(rand.NewPCG(173, 174))
 	const n, m, d = 30, 12, 5

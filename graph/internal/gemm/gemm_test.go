@@ -369,6 +369,7 @@ func TestDgemmSumMatchesDefinition(t *testing.T) {
 // A product too small to split, alone, summed with others or inside a
 // triangular solve, allocates nothing once the packing buffers exist.
 func TestSerialProductsDoNotAllocate(t *testing.T) {
+	skipUnderRace(t)
 	r := rand.New(rand.NewPCG(31, 32))
 	const m, n, k = 50, 40, 30
 	a, b, c := randSlice(r, m*k), randSlice(r, k*n), randSlice(r, m*n)
@@ -402,6 +403,7 @@ func TestSerialProductsDoNotAllocate(t *testing.T) {
 // the calling goroutine without allocating: gonum's parallel path
 // allocates its channel and goroutines on every call.
 func TestThinSmallProductsAreSerial(t *testing.T) {
+	skipUnderRace(t)
 	if KernelName == "go" {
 		t.Skip("no assembly kernel: every product is gonum's (purego or an old CPU)")
 	}

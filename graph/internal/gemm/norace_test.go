@@ -1,0 +1,7 @@
+//go:build !race
+
+package gemm
+
+import "testing"
+
+func skipUnderRace(testing.TB) {}

@@ -1,0 +1,7 @@
+//go:build !race
+
+package graph
+
+import "testing"
+
+func skipUnderRace(testing.TB) {}
