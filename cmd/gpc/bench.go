@@ -16,11 +16,13 @@ func init() {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("bench", "gpc bench --model NAME|all [--config waveform|mnist|uci2|uci10] [--iters K]",
+	f := newFlags("bench", "gpc bench --model NAME|all [--config waveform|synthetic|mnist|uci2|uci10] [--iters K]",
 		`Time one training iteration (ELBO forward and backward pass and an Adam step)
 on random data of the shape of one of the papers' timing configurations:
-waveform (batch 50, M = 50, C = 3, d = 21, SE kernel) or mnist (batch 200,
-M = 100, C = 10, d = 784, polynomial kernel) of the noisy-input paper, uci2
+waveform (batch 50, M = 50, C = 3, d = 21, SE kernel), synthetic (batch 200,
+M = 100, C = 3, d = 2, SE kernel: the shape of most of its fits, Tables 2, 3,
+11 and 12) or mnist (batch 200, M = 100, C = 10, d = 784, polynomial kernel)
+of the noisy-input paper, uci2
 or uci10 (batch 1024, M = 300, d = 20, SE kernel; C = 2 or 10) of the
 additive-noise paper. The models are built first and
 stepped in turn, so a drift in the machine's speed hits them alike. Prints
@@ -34,7 +36,7 @@ iteration, and the share of the process's CPU time spent in matrix products
 and triangular solves and products (read it on a quiet machine: a call's
 time includes any wait for a core).`)
 	model := f.String("model", "all", "model `NAME`: "+modelList()+", a comma-separated list of them, or all (the stepwise ones)")
-	config := f.String("config", "waveform", "`configuration`: waveform, mnist, uci2 or uci10")
+	config := f.String("config", "waveform", "`configuration`: waveform, synthetic, mnist, uci2 or uci10")
 	iters := f.Int("iters", 20, "timed `iterations` per model (after 2 warm-up iterations)")
 	n := f.Int("n", 0, "training `rows` of random data (0: the configuration's; NIMGP's table of q(x_i) has one row per training row)")
 	warmup := f.Int("warmup", 2, "untimed `iterations` before timing (NIMGP's deferred dense update settles in after an epoch, N/batch steps)")
@@ -76,7 +78,7 @@ time includes any wait for a core).`)
 		}
 	}
 	if _, ok := BenchConfigs[*config]; !ok {
-		return usagef("unknown --config %q (want waveform, mnist, uci2 or uci10)", *config)
+		return usagef("unknown --config %q (want waveform, synthetic, mnist, uci2 or uci10)", *config)
 	}
 	if *iters < 1 {
 		return usagef("--iters %d: need at least 1 iteration", *iters)

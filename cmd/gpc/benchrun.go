@@ -37,12 +37,15 @@ type BenchConfig struct {
 }
 
 // BenchConfigs are the configurations timed by `gpc bench`: Waveform
-// (B=50, M=50, C=3, d=21, SE) and MNIST (B=200, M=100, C=10, d=784,
-// polynomial kernel of degree 9) of the noisy-input paper, and the
+// (B=50, M=50, C=3, d=21, SE), the synthetic problems' (B=200, M=100,
+// C=3, d=2, SE: Tables 2, 3, 11 and 12, most of the paper's fits) and
+// MNIST (B=200, M=100, C=10, d=784, polynomial kernel of degree 9) of the
+// noisy-input paper, and the
 // additive-noise paper's UCI shape (B=1024, M=300, d=20, SE; C = 2, 10).
 var BenchConfigs = map[string]BenchConfig{
-	"waveform": {Name: "waveform", N: 1000, D: 21, C: 3, B: 50, M: 50, Kernel: "se"},
-	"mnist":    {Name: "mnist", N: 2000, D: 784, C: 10, B: 200, M: 100, Kernel: "poly"},
+	"waveform":  {Name: "waveform", N: 1000, D: 21, C: 3, B: 50, M: 50, Kernel: "se"},
+	"synthetic": {Name: "synthetic", N: 1000, D: 2, C: 3, B: 200, M: 100, Kernel: "se"},
+	"mnist":     {Name: "mnist", N: 2000, D: 784, C: 10, B: 200, M: 100, Kernel: "poly"},
 	// The additive-noise paper's UCI shape (Appendix D: m = 300, batch
 	// 1024), binary and with ten classes.
 	"uci2":  {Name: "uci2", N: 4096, D: 20, C: 2, B: 1024, M: 300, Kernel: "se", AppendixD: true},
@@ -98,7 +101,7 @@ func PairedRatio(a, b BenchStats) float64 {
 func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
 	cfg, ok := BenchConfigs[config]
 	if !ok {
-		return nil, fmt.Errorf("models: unknown benchmark configuration %q (want waveform, mnist, uci2 or uci10)", config)
+		return nil, fmt.Errorf("models: unknown benchmark configuration %q (want waveform, synthetic, mnist, uci2 or uci10)", config)
 	}
 	return BenchConfigured(kinds, cfg, iters)
 }

@@ -472,6 +472,11 @@ func TestCheckGradAndBench(t *testing.T) {
 		!strings.Contains(stdout, "ratio to mgp") || !strings.Contains(stdout, "\nnimgp ") || strings.Contains(stdout, "\nnimgp-fo") {
 		t.Errorf("bench of a list: status %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
+	// The synthetic problems' shape, most of the noisy-input paper's fits.
+	code, stdout, stderr = gpc(t, "bench", "--model", "mgp", "--config", "synthetic", "--iters", "1")
+	if code != 0 || !strings.Contains(stdout, "config synthetic: batch 200, M 100, C 3, d 2, se kernel, N 1000") {
+		t.Errorf("bench --config synthetic: status %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
