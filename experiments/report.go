@@ -52,6 +52,9 @@ type ReportJSON struct {
 type stat struct {
 	mean, se float64
 	n        int
+	// boot says se is a bootstrap standard deviation over the test points
+	// of a single run, a spread to judge by although n is 1.
+	boot bool
 }
 
 // summarize returns the mean and the standard error of the mean (sample
@@ -289,8 +292,9 @@ func (rp *reporter) judgedCell(tb Table, dataset, setting, method, metric string
 			j.paperLarge, j.has = true, true
 		}
 	}
-	// A single run has no spread to judge by (bootstrap cells have theirs).
-	j.has = j.has && hasOurs && (st.n >= 2 || rp.s.Protocol.Uncertainty == "bootstrap")
+	// A single run has no spread to judge by, but for a bootstrap over its
+	// test points.
+	j.has = j.has && hasOurs && (st.n >= 2 || st.boot)
 	if judgeIt && j.has {
 		judge(j, metric)
 		c.Verdict = j.verdict
@@ -343,12 +347,23 @@ func (rp *reporter) statFor(rs []Result, metric string) stat {
 		st.mean, st.se = median(v), 2*st.se*math.Sqrt(float64(len(v)))
 	}
 	if rp.s.Protocol.Uncertainty == "bootstrap" && len(rs) == 1 {
-		pts := rs[0].PointNLL
+		r := rs[0]
+		pts := r.PointNLL
 		if metric == "error" {
-			pts = rs[0].PointErr
+			pts = r.PointErr
 		}
-		if len(pts) > 0 && (metric == "nll" || metric == "error") {
+		switch {
+		case len(pts) > 0 && (metric == "nll" || metric == "error"):
 			_, st.se = datasets.Bootstrap(pts, 1000, 1)
+			st.boot = true
+		case metric == "error" && r.NTest > 0 && !math.IsNaN(r.Error):
+			// A run from before its spec asked for the bootstrap kept no
+			// per-point losses; for 0/1 losses the bootstrap's standard
+			// deviation is that of a binomial proportion, √(e(1−e)/n), which
+			// the resampling only estimates. A NLL has no such form: such a
+			// run's NLL is shown without a spread and not judged.
+			st.se = math.Sqrt(r.Error * (1 - r.Error) / float64(r.NTest))
+			st.boot = true
 		}
 	}
 	return st

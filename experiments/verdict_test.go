@@ -3,6 +3,7 @@ package experiments
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,5 +166,47 @@ func TestSpliceSharedID(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "## T — t") || !strings.Contains(string(out), "## T — second half") {
 		t.Fatalf("block lacks one of the two tables of id T:\n%s", out)
+	}
+}
+
+// A single run of a spec with bootstrap error bars is judged by the
+// bootstrap over its test points; a run from before the spec asked for it
+// kept none, and is judged on its error by the binomial standard deviation
+// (what the bootstrap of 0/1 losses estimates) but not on its NLL.
+func TestBootstrapSpreadOfSingleRuns(t *testing.T) {
+	rp := &reporter{s: &Spec{Protocol: Protocol{Uncertainty: "bootstrap"}}}
+	tb := Table{ID: "T"}
+	pts := make([]float64, 400)
+	for i := range 40 {
+		pts[i] = 1 // error 0.1
+	}
+	withPoints := Result{Error: 0.1, NLL: 0.3, NTest: 400, PointErr: pts, PointNLL: pts}
+	without := Result{Error: 0.1, NLL: 0.3, NTest: 400}
+	binomial := math.Sqrt(0.1 * 0.9 / 400)
+	for _, c := range []struct {
+		name, metric string
+		r            Result
+		judged       bool
+		se           float64
+	}{
+		{"error with points", "error", withPoints, true, binomial},
+		{"nll with points", "nll", withPoints, true, binomial}, // the same 0/1 points
+		{"error without points", "error", without, true, binomial},
+		{"nll without points", "nll", without, false, 0},
+		{"another metric", "seconds_per_epoch", Result{SecondsPerEpoch: 3, NTest: 400, Error: 0.1}, false, 0},
+	} {
+		st := rp.statFor([]Result{c.r}, c.metric)
+		if c.judged && math.Abs(st.se-c.se) > 0.1*c.se || !c.judged && st.se != 0 {
+			t.Errorf("%s: spread %v, want %v", c.name, st.se, c.se)
+		}
+		_, j := rp.judgedCell(tb, "d", "s", "m", c.metric, st, "0.5", true)
+		if j.has != c.judged {
+			t.Errorf("%s: judged %v, want %v", c.name, j.has, c.judged)
+		}
+	}
+	// Without the bootstrap a single run is never judged.
+	rp.s.Protocol.Uncertainty = ""
+	if _, j := rp.judgedCell(tb, "d", "s", "m", "error", rp.statFor([]Result{without}, "error"), "0.5", true); j.has {
+		t.Error("a single run without the bootstrap was judged")
 	}
 }
