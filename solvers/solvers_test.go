@@ -1046,3 +1046,52 @@ func TestAdamSplitStepMatchesWhole(t *testing.T) {
 		}
 	}
 }
+
+// allFinite finds a NaN or an infinity at any position of the unrolled
+// loop and of its tail, and passes finite values of any size (signed
+// zeros, the largest, the smallest subnormal).
+func TestAllFinite(t *testing.T) {
+	for n := range 11 {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = []float64{math.MaxFloat64, -math.MaxFloat64, math.Copysign(0, -1), 5e-324, 1}[i%5]
+		}
+		if !allFinite(x) {
+			t.Fatalf("finite values of length %d reported non-finite", n)
+		}
+		for i := range x {
+			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+				y := append([]float64(nil), x...)
+				y[i] = bad
+				if allFinite(y) {
+					t.Fatalf("%v at %d of %d not found", bad, i, n)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkFiniteChecks times the checks Train makes at every step, of the
+// gradient before the update and of the parameters after it, on NIMGP_NN's
+// MNIST parameters (an encoder of 784+10 → 250 → 250 → 2×784 and q(u)).
+func BenchmarkFiniteChecks(b *testing.B) {
+	sizes := []int{794 * 250, 250, 250 * 250, 250, 250 * 784, 784, 250 * 784, 784, 10 * 100 * 101 / 2, 10 * 100, 100 * 784}
+	params := make([]Param, len(sizes))
+	grads := make([][]float64, len(sizes))
+	for i, n := range sizes {
+		params[i] = Param{Name: fmt.Sprint(i), Data: make([]float64, n)}
+		grads[i] = make([]float64, n)
+		for j := range grads[i] {
+			grads[i][j] = float64(j) * 1e-3
+			params[i].Data[j] = -float64(j)
+		}
+	}
+	for b.Loop() {
+		if err := checkFinite(1, params, grads, "step"); err != nil {
+			b.Fatal(err)
+		}
+		if err := checkParamsFinite(params, "step"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
