@@ -89,6 +89,14 @@ func TestCheckpointedRunResumes(t *testing.T) {
 			if len(files) != 1 {
 				t.Fatalf("checkpoints after the interruption: %v, want one", files)
 			}
+			// The dry run's progress reads the fit's epoch from it; a budget
+			// a floor on steps may raise is not stated.
+			p, err := ReadProgress(dir, Expand(rs))
+			wantEpochs := map[string]int{"toy1d": 6, "liu_delta": 0}[c.name]
+			if err != nil || len(p.InProgress) != 1 || p.InProgress[0].Info.Epoch != 1 || p.InProgress[0].Epochs != wantEpochs ||
+				!strings.Contains(p.InProgress[0].String(), "epoch 1") {
+				t.Fatalf("progress of the interrupted fit: %+v, %v; want epoch 1 of %d", p.InProgress, err, wantEpochs)
+			}
 
 			resumed := 0
 			if _, err := Execute(context.Background(), rs, dir, RunConfig{Workers: 1, DataDir: c.dataDir, onCheckpoint: func(Run) { resumed++ }}); err != nil {

@@ -45,9 +45,11 @@ GOMAXPROCS=cores/runners set for each (two T11 runners on two cores: 10%
 more fits an hour with GOMAXPROCS=1).
 A lock stops a second runner on the same results file.
 --dry-run checks the spec and prints the grid's size (the shard's with
---shard) and, when DIR holds results, how many of those runs are done and
-the CPU time the rest need at each method's median over its finished fits
-(read only: runners under way are not disturbed).
+--shard) and, when DIR holds results, how many of those runs are done,
+the CPU time the rest need at each method's median over its finished fits,
+and, for each fit with a checkpoint, its epoch, when it was saved and the
+time its remaining epochs take at the pace of its last ones (read only:
+runners under way are not disturbed).
 splice rewrites the generated blocks of a markdown file (such as
 docs/REPRODUCTION.md): <!-- gpc:table DIR ID --> … <!-- gpc:end --> gets
 table ID of the results in DIR (relative to R, default .) with its computed
@@ -171,6 +173,9 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, w)
 			}
 			fmt.Fprintf(stdout, "in %s: %v\n", dir, p)
+			for _, f := range p.InProgress {
+				fmt.Fprintf(stdout, "  under way: %v\n", f)
+			}
 		}
 		return 0
 	}

@@ -2,10 +2,14 @@ package experiments
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gpc-dev/gpc/models"
 )
 
 // Progress is how far a grid's runs are in a results directory, with an
@@ -28,8 +32,47 @@ type Progress struct {
 	// no finished fit; 0 when no fit has finished.
 	CPULeft float64
 	// Warnings name results lines that could not be read (file:line:
-	// reason), whose runs a runner would redo.
+	// reason), whose runs a runner would redo, and checkpoints that could
+	// not be read.
 	Warnings []string
+	// InProgress lists the runs left whose fits have a checkpoint in the
+	// directory (under way, or stopped to resume), in grid order.
+	InProgress []FitProgress
+}
+
+// FitProgress is how far the fit of a run left has come, from its
+// checkpoint.
+type FitProgress struct {
+	Key, Method string
+	// Epochs is the run's budget of epochs, 0 when a floor on its steps
+	// (min_steps) may raise it once the training size is known.
+	Epochs int
+	Info   models.CheckpointInfo
+}
+
+// String reads like "KEY: epoch 15 of 350, saved 08:25:33 UTC; median of
+// the last 5 epochs 30.6 s, so ≈ 2h47m0s more at that pace".
+func (f FitProgress) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: epoch %d", f.Key, f.Info.Epoch)
+	if f.Epochs > 0 {
+		fmt.Fprintf(&b, " of %d", f.Epochs)
+	}
+	fmt.Fprintf(&b, ", saved %s", f.Info.Saved.UTC().Format("2006-01-02 15:04:05 UTC"))
+	h := f.Info.History
+	if len(h) > 0 {
+		recent := h[max(0, len(h)-5):]
+		ds := make([]float64, len(recent))
+		for i, e := range recent {
+			ds[i] = e.Duration.Seconds()
+		}
+		pace := median(ds)
+		fmt.Fprintf(&b, "; median of the last %d epochs %.1f s", len(recent), pace)
+		if f.Epochs > f.Info.Epoch {
+			fmt.Fprintf(&b, ", so ≈ %s more at that pace", time.Duration(pace*float64(f.Epochs-f.Info.Epoch)*float64(time.Second)).Round(time.Minute))
+		}
+	}
+	return b.String()
 }
 
 // ReadProgress reads dir's results files (none is no progress, not an
@@ -63,6 +106,20 @@ func ReadProgress(dir string, runs []Run) (Progress, error) {
 			p.Copies++
 		default:
 			left[r.Method.Name]++
+			path := filepath.Join(dir, checkpointDir, checkpointName(r.Key))
+			if _, err := os.Stat(path); err != nil {
+				continue
+			}
+			info, err := models.ReadCheckpointInfo(path)
+			if err != nil {
+				p.Warnings = append(p.Warnings, err.Error())
+				continue
+			}
+			f := FitProgress{Key: r.Key, Method: r.Method.Name, Info: info}
+			if r.Budget.MinSteps == 0 {
+				f.Epochs = r.Budget.Epochs
+			}
+			p.InProgress = append(p.InProgress, f)
 		}
 	}
 	for m, ts := range times {
@@ -76,6 +133,16 @@ func ReadProgress(dir string, runs []Run) (Progress, error) {
 				t = overall
 			}
 			p.CPULeft += float64(n) * t
+		}
+		// A fit under way needs only the rest of its epochs.
+		for _, f := range p.InProgress {
+			if f.Epochs > 0 {
+				t, ok := p.PerFit[f.Method]
+				if !ok {
+					t = overall
+				}
+				p.CPULeft -= t * float64(min(f.Info.Epoch, f.Epochs)) / float64(f.Epochs)
+			}
 		}
 	}
 	return p, nil

@@ -171,6 +171,76 @@ func (m *Model) openCheckpoint(ck *Checkpoint, train *datasets.Dataset, params [
 	return &f.State, save, nil
 }
 
+// damagedCheckpoint is the error of a checkpoint file that cannot be read
+// as one.
+func damagedCheckpoint(path string, why any) error {
+	return fmt.Errorf("models: checkpoint %s is damaged or not a checkpoint (%v); remove it to start the fit over", path, why)
+}
+
+// readCheckpointHeader reads the header of the checkpoint open as fh (all
+// of a version 1 file) and checks its format and version. It returns the
+// file's information, a reader positioned after the header and the offset
+// of the objective's stream (−1 in a version 1 file).
+func readCheckpointHeader(path string, fh *os.File) (*checkpointFile, fs.FileInfo, *bufio.Reader, int64, error) {
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, nil, nil, 0, fmt.Errorf("models: reading checkpoint %s: %w", path, err)
+	}
+	br := bufio.NewReaderSize(fh, 1<<20)
+	var f checkpointFile
+	head, err := br.Peek(len(checkpointMagic))
+	streamAt := int64(-1)
+	if err == nil && string(head) == checkpointMagic {
+		limit := uint64(maxCheckpointHeader)
+		if sz := uint64(st.Size()); sz < limit {
+			limit = sz
+		}
+		if streamAt, err = frame.Read(br, checkpointMagic, limit, &f); err != nil {
+			return nil, nil, nil, 0, damagedCheckpoint(path, err)
+		}
+	} else if err := gob.NewDecoder(br).Decode(&f); err != nil {
+		// Version 1: the whole file is one gob.
+		return nil, nil, nil, 0, damagedCheckpoint(path, err)
+	}
+	switch {
+	case f.Format != checkpointFormat:
+		return nil, nil, nil, 0, fmt.Errorf("models: %s is not a gpc checkpoint (format %q)", path, f.Format)
+	case f.Version != 1 && f.Version != checkpointVersion:
+		return nil, nil, nil, 0, fmt.Errorf("models: checkpoint %s has version %d; this gpc reads versions 1 and %d", path, f.Version, checkpointVersion)
+	case f.Version == checkpointVersion && streamAt < 0, f.Version == 1 && (streamAt >= 0 || f.Streamed):
+		return nil, nil, nil, 0, damagedCheckpoint(path, fmt.Sprintf("version %d in a file laid out as the other", f.Version))
+	}
+	return &f, st, br, streamAt, nil
+}
+
+// CheckpointInfo is what a checkpoint file records of its fit's progress.
+type CheckpointInfo struct {
+	// Epoch and Iterations count the completed epochs and optimiser steps.
+	Epoch, Iterations int
+	// History records the completed epochs: loss, wall time, steps.
+	History solvers.History
+	// Saved is when the file was written.
+	Saved time.Time
+}
+
+// ReadCheckpointInfo reads the progress recorded in the checkpoint at path,
+// for watching a long fit from outside its process. It reads the file's
+// header only (a version 1 file whole), so that a checkpoint of gigabytes
+// takes milliseconds, and it neither asks which fit the file belongs to
+// nor checks the objective's state: a fit resuming from the file does.
+func ReadCheckpointInfo(path string) (CheckpointInfo, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return CheckpointInfo{}, fmt.Errorf("models: reading checkpoint %s: %w", path, err)
+	}
+	defer fh.Close()
+	f, st, _, _, err := readCheckpointHeader(path, fh)
+	if err != nil {
+		return CheckpointInfo{}, err
+	}
+	return CheckpointInfo{Epoch: f.State.Epoch, Iterations: f.State.Iterations, History: f.State.History, Saved: st.ModTime()}, nil
+}
+
 // readCheckpoint returns the checkpoint at path, nil if there is none, or
 // an error naming the file when it is damaged or of another fit. A streamed
 // objective state is checked against its CRC here, before anything is
@@ -185,37 +255,11 @@ func readCheckpoint(path string, want fitPrint) (*checkpointFile, error) {
 		return nil, fmt.Errorf("models: reading checkpoint %s: %w", path, err)
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
+	f, st, br, streamAt, err := readCheckpointHeader(path, fh)
 	if err != nil {
-		return nil, fmt.Errorf("models: reading checkpoint %s: %w", path, err)
+		return nil, err
 	}
-	damaged := func(why any) error {
-		return fmt.Errorf("models: checkpoint %s is damaged or not a checkpoint (%v); remove it to start the fit over", path, why)
-	}
-	br := bufio.NewReaderSize(fh, 1<<20)
-	var f checkpointFile
-	head, err := br.Peek(len(checkpointMagic))
-	streamAt := int64(-1)
-	if err == nil && string(head) == checkpointMagic {
-		limit := uint64(maxCheckpointHeader)
-		if sz := uint64(st.Size()); sz < limit {
-			limit = sz
-		}
-		if streamAt, err = frame.Read(br, checkpointMagic, limit, &f); err != nil {
-			return nil, damaged(err)
-		}
-	} else if err := gob.NewDecoder(br).Decode(&f); err != nil {
-		// Version 1: the whole file is one gob.
-		return nil, damaged(err)
-	}
-	switch {
-	case f.Format != checkpointFormat:
-		return nil, fmt.Errorf("models: %s is not a gpc checkpoint (format %q)", path, f.Format)
-	case f.Version != 1 && f.Version != checkpointVersion:
-		return nil, fmt.Errorf("models: checkpoint %s has version %d; this gpc reads versions 1 and %d", path, f.Version, checkpointVersion)
-	case f.Version == checkpointVersion && streamAt < 0, f.Version == 1 && (streamAt >= 0 || f.Streamed):
-		return nil, damaged(fmt.Sprintf("version %d in a file laid out as the other", f.Version))
-	}
+	damaged := func(why any) error { return damagedCheckpoint(path, why) }
 	if d := f.Print.differs(want); d != "" {
 		return nil, fmt.Errorf("models: checkpoint %s is of another fit: %s; remove it or give another path", path, d)
 	}
@@ -225,7 +269,7 @@ func readCheckpoint(path string, want fitPrint) (*checkpointFile, error) {
 				return nil, damaged("bytes after the header of a checkpoint without a stream")
 			}
 		}
-		return &f, nil
+		return f, nil
 	}
 	n := st.Size() - trailerSize - streamAt
 	if n < 0 {
@@ -264,7 +308,7 @@ func readCheckpoint(path string, want fitPrint) (*checkpointFile, error) {
 		}
 		return nil
 	}
-	return &f, nil
+	return f, nil
 }
 
 // countingReader counts the bytes read through it.

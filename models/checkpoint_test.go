@@ -228,6 +228,25 @@ func TestCheckpointStreamedState(t *testing.T) {
 	if !head.Streamed || head.State.Objective != nil {
 		t.Fatalf("NIMGP's state is not streamed (Streamed %v, %d bytes in the header)", head.Streamed, len(head.State.Objective))
 	}
+	// Its progress reads from the header, whatever the stream holds.
+	info, err := ReadCheckpointInfo(path)
+	if err != nil || info.Epoch != 2 || info.Iterations != head.State.Iterations || len(info.History) != 2 || info.Saved.IsZero() {
+		t.Fatalf("ReadCheckpointInfo: %+v, %v; want epoch 2 with its history", info, err)
+	}
+	garbled := slices.Clone(saved[:at])
+	garbled[len(checkpointMagic)+8+3] ^= 0xff
+	bad := filepath.Join(t.TempDir(), "bad.ckpt")
+	for _, b := range [][]byte{garbled, []byte("gpc-checkpoint 9\n"), nil} {
+		if err := os.WriteFile(bad, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadCheckpointInfo(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ReadCheckpointInfo of %q…: got %v, want an error naming the file", b[:min(len(b), 20)], err)
+		}
+	}
+	if _, err := ReadCheckpointInfo(filepath.Join(t.TempDir(), "none.ckpt")); err == nil {
+		t.Error("ReadCheckpointInfo of a missing file: no error")
+	}
 	resume := func(b []byte) (*Model, error) {
 		t.Helper()
 		if err := os.WriteFile(path, b, 0o644); err != nil {
