@@ -177,14 +177,25 @@ func damagedCheckpoint(path string, why any) error {
 	return fmt.Errorf("models: checkpoint %s is damaged or not a checkpoint (%v); remove it to start the fit over", path, why)
 }
 
+// checkpointHeader is a checkpoint file's header as readCheckpointHeader
+// read it.
+type checkpointHeader struct {
+	f *checkpointFile
+	// st describes the file as it was opened.
+	st fs.FileInfo
+	// rest reads on from the header's end.
+	rest *bufio.Reader
+	// streamAt is the offset of the objective's stream, −1 in a version 1
+	// file.
+	streamAt int64
+}
+
 // readCheckpointHeader reads the header of the checkpoint open as fh (all
-// of a version 1 file) and checks its format and version. It returns the
-// file's information, a reader positioned after the header and the offset
-// of the objective's stream (−1 in a version 1 file).
-func readCheckpointHeader(path string, fh *os.File) (*checkpointFile, fs.FileInfo, *bufio.Reader, int64, error) {
+// of a version 1 file) and checks its format and version.
+func readCheckpointHeader(path string, fh *os.File) (checkpointHeader, error) {
 	st, err := fh.Stat()
 	if err != nil {
-		return nil, nil, nil, 0, fmt.Errorf("models: reading checkpoint %s: %w", path, err)
+		return checkpointHeader{}, fmt.Errorf("models: reading checkpoint %s: %w", path, err)
 	}
 	br := bufio.NewReaderSize(fh, 1<<20)
 	var f checkpointFile
@@ -196,21 +207,21 @@ func readCheckpointHeader(path string, fh *os.File) (*checkpointFile, fs.FileInf
 			limit = sz
 		}
 		if streamAt, err = frame.Read(br, checkpointMagic, limit, &f); err != nil {
-			return nil, nil, nil, 0, damagedCheckpoint(path, err)
+			return checkpointHeader{}, damagedCheckpoint(path, err)
 		}
 	} else if err := gob.NewDecoder(br).Decode(&f); err != nil {
 		// Version 1: the whole file is one gob.
-		return nil, nil, nil, 0, damagedCheckpoint(path, err)
+		return checkpointHeader{}, damagedCheckpoint(path, err)
 	}
 	switch {
 	case f.Format != checkpointFormat:
-		return nil, nil, nil, 0, fmt.Errorf("models: %s is not a gpc checkpoint (format %q)", path, f.Format)
+		return checkpointHeader{}, fmt.Errorf("models: %s is not a gpc checkpoint (format %q)", path, f.Format)
 	case f.Version != 1 && f.Version != checkpointVersion:
-		return nil, nil, nil, 0, fmt.Errorf("models: checkpoint %s has version %d; this gpc reads versions 1 and %d", path, f.Version, checkpointVersion)
+		return checkpointHeader{}, fmt.Errorf("models: checkpoint %s has version %d; this gpc reads versions 1 and %d", path, f.Version, checkpointVersion)
 	case f.Version == checkpointVersion && streamAt < 0, f.Version == 1 && (streamAt >= 0 || f.Streamed):
-		return nil, nil, nil, 0, damagedCheckpoint(path, fmt.Sprintf("version %d in a file laid out as the other", f.Version))
+		return checkpointHeader{}, damagedCheckpoint(path, fmt.Sprintf("version %d in a file laid out as the other", f.Version))
 	}
-	return &f, st, br, streamAt, nil
+	return checkpointHeader{f: &f, st: st, rest: br, streamAt: streamAt}, nil
 }
 
 // CheckpointInfo is what a checkpoint file records of its fit's progress.
@@ -234,11 +245,12 @@ func ReadCheckpointInfo(path string) (CheckpointInfo, error) {
 		return CheckpointInfo{}, fmt.Errorf("models: reading checkpoint %s: %w", path, err)
 	}
 	defer fh.Close()
-	f, st, _, _, err := readCheckpointHeader(path, fh)
+	h, err := readCheckpointHeader(path, fh)
 	if err != nil {
 		return CheckpointInfo{}, err
 	}
-	return CheckpointInfo{Epoch: f.State.Epoch, Iterations: f.State.Iterations, History: f.State.History, Saved: st.ModTime()}, nil
+	s := h.f.State
+	return CheckpointInfo{Epoch: s.Epoch, Iterations: s.Iterations, History: s.History, Saved: h.st.ModTime()}, nil
 }
 
 // readCheckpoint returns the checkpoint at path, nil if there is none, or
@@ -255,10 +267,11 @@ func readCheckpoint(path string, want fitPrint) (*checkpointFile, error) {
 		return nil, fmt.Errorf("models: reading checkpoint %s: %w", path, err)
 	}
 	defer fh.Close()
-	f, st, br, streamAt, err := readCheckpointHeader(path, fh)
+	head, err := readCheckpointHeader(path, fh)
 	if err != nil {
 		return nil, err
 	}
+	f, st, br, streamAt := head.f, head.st, head.rest, head.streamAt
 	damaged := func(why any) error { return damagedCheckpoint(path, why) }
 	if d := f.Print.differs(want); d != "" {
 		return nil, fmt.Errorf("models: checkpoint %s is of another fit: %s; remove it or give another path", path, d)
