@@ -491,3 +491,57 @@ func TestLogNormCDFInvMillsMatches(t *testing.T) {
 func sameFloat(a, b float64) bool {
 	return math.Float64bits(a) == math.Float64bits(b) || (math.IsNaN(a) && math.IsNaN(b))
 }
+
+// NormPDFValues is the scalar density but for its exponential (within 3
+// ulp of math.Exp): within 1e-15 relative of normPDF everywhere it does
+// not underflow, 0 beyond |x| = 39, NaN at NaN; and LogNormCDFInvMillsGiven
+// with those densities is logNormCDFInvMills to the same relative error,
+// bit for bit in the lower tail, which does not use φ.
+func TestNormPDFValuesAndGivenDensity(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	xs := []float64{-40, -39, math.Nextafter(-39, 0), -5, math.Nextafter(-5, 0), 0, math.Copysign(0, -1), 1e-300,
+		normTailEnd, math.Nextafter(normTailEnd, 0), 38.9, 39, math.Inf(1), math.Inf(-1), math.NaN()}
+	for range 20000 {
+		xs = append(xs, 10*rng.NormFloat64())
+	}
+	pdf := make([]float64, len(xs))
+	NormPDFValues(pdf, xs)
+	close := func(got, want float64) bool {
+		return sameFloat(got, want) || math.Abs(got-want) <= 1e-15*math.Abs(want)
+	}
+	for i, x := range xs {
+		if want := normPDF(x); !close(pdf[i], want) {
+			t.Fatalf("φ(%v) = %v, the scalar density %v", x, pdf[i], want)
+		}
+		lp, lam, gap := LogNormCDFInvMillsGiven(x, pdf[i])
+		wp, wl, wg := logNormCDFInvMills(x)
+		if x <= tailCut && !(sameFloat(lp, wp) && sameFloat(lam, wl) && sameFloat(gap, wg)) {
+			t.Fatalf("x = %v in the lower tail: (%v, %v, %v), not the scalar (%v, %v, %v)", x, lp, lam, gap, wp, wl, wg)
+		}
+		if !close(lp, wp) || !close(lam, wl) || math.Abs(gap-wg) > 1e-15*(math.Abs(x)+math.Abs(wl)) && !sameFloat(gap, wg) {
+			t.Fatalf("x = %v: (%v, %v, %v), the scalar (%v, %v, %v)", x, lp, lam, gap, wp, wl, wg)
+		}
+	}
+}
+
+// BenchmarkNormPDF times a robust-max row's densities (20 nodes × 2 other
+// classes) one at a time and in one NormPDFValues call.
+func BenchmarkNormPDF(b *testing.B) {
+	xs := make([]float64, 40)
+	for i := range xs {
+		xs[i] = -3 + 0.15*float64(i)
+	}
+	dst := make([]float64, len(xs))
+	b.Run("scalar", func(b *testing.B) {
+		for b.Loop() {
+			for i, x := range xs {
+				dst[i] = normPDF(x)
+			}
+		}
+	})
+	b.Run("values", func(b *testing.B) {
+		for b.Loop() {
+			NormPDFValues(dst, xs)
+		}
+	})
+}

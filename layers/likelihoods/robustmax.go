@@ -408,12 +408,12 @@ func (l *RobustMax) trainRows(c int) *graph.RowFunc {
 		Name:    fmt.Sprintf("robustmax-train(C=%d,k=%d,newton=%d)", c, k, newton),
 		Out:     1,
 		Saved:   rmSaved(o, newton, k),
-		Scratch: 2 * o,
+		Scratch: 2*o + k*o,
 		Cost:    per,
 		VJPCost: 0.3 * per,
 		F: func(in [][]float64, out, scratch []float64) {
 			r := newRMRow(out[1:], scratch, o, newton, k)
-			out[0] = r.forward(in[0], in[1], hotIndex(in[2]), t, ck)
+			out[0] = r.forward(in[0], in[1], hotIndex(in[2]), t, ck, scratch[2*o:])
 		},
 		VJP: func(in [][]float64, g []float64, grad [][]float64, scratch []float64) {
 			r := newRMRow(in[3], scratch, o, newton, k)
@@ -480,8 +480,12 @@ func newRMRow(kept, scratch []float64, o, newton, k int) rmRow {
 }
 
 // forward computes P for the row with target y in the order of
-// operations of argmaxProbGraph, keeping what reverse needs.
-func (r *rmRow) forward(mu, v []float64, y int, t, ck []float64) float64 {
+// operations of argmaxProbGraph, keeping what reverse needs; xs is scratch
+// for the k·o arguments of Φ. The densities φ at those arguments and the
+// nodes' weights are exponentials taken four at a time (graph.NormPDFValues,
+// graph.ExpValues: within 3 ulp of math.Exp), which one at a time were half
+// the row's cost.
+func (r *rmRow) forward(mu, v []float64, y int, t, ck, xs []float64) float64 {
 	muY, sdY := mu[y], math.Sqrt(v[y])
 	q := 0
 	for c := range mu {
@@ -497,7 +501,8 @@ func (r *rmRow) forward(mu, v []float64, y int, t, ck []float64) float64 {
 	r.scale[0] = scale
 	centred := r.newton >= 0
 	logScale := math.Log(scale)
-	p := 0.0
+	o := r.o
+	xs = xs[:r.k*o]
 	for i := range r.k {
 		zk, lk := t[i]*math.Sqrt2, ck[i]
 		if centred {
@@ -505,16 +510,27 @@ func (r *rmRow) forward(mu, v []float64, y int, t, ck []float64) float64 {
 			lk += logScale
 			zk += z
 		}
-		l := lk - zk*zk*0.5
+		r.nodes[i] = zk
+		r.wts[i] = lk - zk*zk*0.5
+		for q := range o {
+			xs[i*o+q] = r.a[q] + r.b[q]*zk
+		}
+	}
+	// lamK holds φ until λ replaces it.
+	graph.NormPDFValues(r.lamK, xs)
+	for i := range r.k {
 		sum := 0.0
-		for q := range r.o {
-			lp, lam, _ := graph.LogNormCDFInvMillsValue(r.a[q] + r.b[q]*zk)
-			r.lamK[i*r.o+q] = lam
+		for q := range o {
+			lp, lam, _ := graph.LogNormCDFInvMillsGiven(xs[i*o+q], r.lamK[i*o+q])
+			r.lamK[i*o+q] = lam
 			sum += lp
 		}
-		r.nodes[i] = zk
-		r.wts[i] = math.Exp(l + sum)
-		p += r.wts[i]
+		r.wts[i] += sum
+	}
+	graph.ExpValues(r.wts, r.wts)
+	p := 0.0
+	for _, w := range r.wts {
+		p += w
 	}
 	return p
 }
