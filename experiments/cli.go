@@ -174,7 +174,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "in %s: %v\n", dir, p)
 			for _, f := range p.InProgress {
-				fmt.Fprintf(stdout, "  under way: %v\n", f)
+				fmt.Fprintf(stdout, "  checkpointed: %v\n", f)
 			}
 		}
 		return 0
