@@ -101,6 +101,18 @@ func (e *env) checkpoint(r Run, v any, sync, restored func()) (*models.Checkpoin
 			}
 			return nil
 		},
+		// A fit of hours says how far it is at each checkpoint; the
+		// runner's log is otherwise silent until the fit ends.
+		Written: func(info models.CheckpointInfo) {
+			if e.logf == nil {
+				return
+			}
+			f := FitProgress{Key: r.Key, Method: r.Method.Name, Info: info}
+			if r.Budget.MinSteps == 0 {
+				f.Epochs = r.Budget.Epochs
+			}
+			e.logf("checkpointed: %v", f)
+		},
 	}, nil
 }
 

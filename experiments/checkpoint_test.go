@@ -75,12 +75,17 @@ func TestCheckpointedRunResumes(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			taken := 0
-			_, err = Execute(ctx, rs, dir, RunConfig{Workers: 1, DataDir: c.dataDir, onCheckpoint: func(Run) {
+			var log strings.Builder
+			_, err = Execute(ctx, rs, dir, RunConfig{Workers: 1, DataDir: c.dataDir, Log: &log, onCheckpoint: func(Run) {
 				taken++
 				cancel() // the file is still written; the fit stops before its next epoch
 			}})
 			if !errors.Is(err, context.Canceled) || taken != 1 {
 				t.Fatalf("interrupted runner: %v after %d checkpoints, want the cancellation after 1", err, taken)
+			}
+			// The log says how far the fit was when it was saved.
+			if !strings.Contains(log.String(), "checkpointed: "+Expand(rs)[0].Key+": epoch 1") {
+				t.Errorf("the runner's log does not report the checkpoint:\n%s", log.String())
 			}
 			if got := readResults(t, dir); len(got) != 0 {
 				t.Fatalf("the interrupted run stored %d results", len(got))

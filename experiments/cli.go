@@ -33,7 +33,8 @@ that is the same fit as an earlier one of the grid, the settings differing
 only in what its method does not read, is copied from it, noted same_as); a
 minibatch fit under way checkpoints to DIR/checkpoints/ every
 protocol.checkpoint_minutes and, on SIGTERM or Ctrl-C, at the end of its
-current epoch, and the rerun continues it from there. It then
+current epoch, logging its epoch and pace each time, and the rerun
+continues it from there. It then
 writes DIR/report.md, DIR/report.json and the spec's figures (PNG).
 report re-renders them from DIR/results.jsonl.
 With --shard i/n a runner takes a fixed share of the grid (by a hash of

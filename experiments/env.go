@@ -33,6 +33,8 @@ type env struct {
 	resultsDir string
 	// onCheckpoint, if set, is called as a run's checkpoint is taken (tests).
 	onCheckpoint func(Run)
+	// logf, if set, writes a line to the runner's log.
+	logf func(format string, args ...any)
 }
 
 type cacheEntry struct {

@@ -520,7 +520,7 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 		exec = executeRun
 	}
 	e := newEnv(s, cfg.DataDir)
-	e.resultsDir, e.onCheckpoint = dir, cfg.onCheckpoint
+	e.resultsDir, e.onCheckpoint, e.logf = dir, cfg.onCheckpoint, logf
 	jobs := make(chan Run)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -46,6 +46,9 @@ type Checkpoint struct {
 	// Restore, if set, is called when Fit resumes, before training, with
 	// the bytes Save returned at that checkpoint (nil without Save).
 	Restore func([]byte) error
+	// Written, if set, is called after each checkpoint is written, with
+	// the progress it records (for a log of a long fit).
+	Written func(CheckpointInfo)
 }
 
 // checkpointFormat and checkpointVersion tag a checkpoint file, so that
@@ -440,6 +443,9 @@ func writeCheckpoint(ck *Checkpoint, fp fitPrint, s *solvers.Snapshot) error {
 	})
 	if err != nil {
 		return fmt.Errorf("models: writing checkpoint %s: %w", ck.Path, err)
+	}
+	if ck.Written != nil {
+		ck.Written(CheckpointInfo{Epoch: s.Epoch, Iterations: s.Iterations, History: s.History, Saved: time.Now()})
 	}
 	return nil
 }
