@@ -50,8 +50,8 @@ type FitProgress struct {
 	Info   models.CheckpointInfo
 }
 
-// String reads like "KEY: epoch 15 of 350, saved 08:25:33 UTC; median of
-// the last 5 epochs 30.6 s, so ≈ 2h47m0s more at that pace".
+// String reads like "KEY: epoch 15 of 350, saved 2026-11-27 08:25:33 UTC;
+// median of the last 5 epochs 30.6 s, so ≈ 2 h 47 min more at that pace".
 func (f FitProgress) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: epoch %d", f.Key, f.Info.Epoch)
@@ -69,7 +69,7 @@ func (f FitProgress) String() string {
 		pace := median(ds)
 		fmt.Fprintf(&b, "; median of the last %d epochs %.1f s", len(recent), pace)
 		if f.Epochs > f.Info.Epoch {
-			fmt.Fprintf(&b, ", so ≈ %s more at that pace", time.Duration(pace*float64(f.Epochs-f.Info.Epoch)*float64(time.Second)).Round(time.Minute))
+			fmt.Fprintf(&b, ", so ≈ %s more at that pace", roughDuration(time.Duration(pace*float64(f.Epochs-f.Info.Epoch)*float64(time.Second))))
 		}
 	}
 	return b.String()
@@ -177,4 +177,17 @@ func (p Progress) String() string {
 		fmt.Fprintf(&b, "; ≈ %.1f h of one core at the finished fits' median CPU time (%s)", p.CPULeft/3600, strings.Join(ms, ", "))
 	}
 	return b.String()
+}
+
+// roughDuration writes d to the minute ("2 h 05 min", "45 min"), or to the
+// second under a minute.
+func roughDuration(d time.Duration) string {
+	if d < time.Minute-time.Second/2 {
+		return fmt.Sprintf("%d s", int(d.Round(time.Second)/time.Second))
+	}
+	m := int(d.Round(time.Minute) / time.Minute)
+	if m < 60 {
+		return fmt.Sprintf("%d min", m)
+	}
+	return fmt.Sprintf("%d h %02d min", m/60, m%60)
 }

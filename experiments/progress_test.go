@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Progress counts a grid's finished runs across a directory's results
@@ -123,5 +124,19 @@ func TestDryRunPrintsProgress(t *testing.T) {
 	}
 	if got := run("--shard", strconv.Itoa(other)+"/2"); !strings.Contains(got, "0 of "+strconv.Itoa(len(runs)-inShard)+" done") {
 		t.Fatalf("shard %d: %s", other, got)
+	}
+}
+
+func TestRoughDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		12 * time.Second:                      "12 s",
+		59*time.Second + 400*time.Millisecond: "59 s",
+		45*time.Minute + 20*time.Second:       "45 min",
+		2*time.Hour + 5*time.Minute:           "2 h 05 min",
+		59*time.Minute + 50*time.Second:       "1 h 00 min",
+	} {
+		if got := roughDuration(d); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
 	}
 }
