@@ -116,6 +116,29 @@ func (e *env) checkpoint(r Run, v any, sync, restored func()) (*models.Checkpoin
 	}, nil
 }
 
+// lockRun takes run r's lock beside its checkpoint, so that two runners
+// sharing a directory (a shard and an unsharded runner, say) never fit the
+// same run at once, or write one checkpoint from two processes: busy says
+// another runner holds it. Without a results directory there is nothing to
+// share and nothing is locked.
+func (e *env) lockRun(r Run) (unlock func(), busy bool, err error) {
+	if e.resultsDir == "" {
+		return func() {}, false, nil
+	}
+	dir := filepath.Join(e.resultsDir, checkpointDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return func() {}, false, err
+	}
+	unlock, busy, err = tryLock(filepath.Join(dir, checkpointName(r.Key)+".lock"), true)
+	if err != nil {
+		return func() {}, false, fmt.Errorf("locking run %s: %w", r.Key, err)
+	}
+	if unlock == nil {
+		unlock = func() {}
+	}
+	return unlock, busy, nil
+}
+
 // removeCheckpoint removes run r's checkpoint: its result is stored, or it
 // failed (a retry, likely after a fix, must start over).
 func (e *env) removeCheckpoint(r Run) error {

@@ -200,8 +200,12 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = rerr
 		}
 	}
-	fmt.Fprintf(stdout, "%s: %d runs: %d done now, %d skipped (already done), %d failed. Report: %s\n",
-		rs.Name, sum.Total, sum.Done, sum.Skipped, sum.Failed, filepath.Join(dir, "report.md"))
+	busy := ""
+	if sum.Busy > 0 {
+		busy = fmt.Sprintf(", %d left to another runner fitting them", sum.Busy)
+	}
+	fmt.Fprintf(stdout, "%s: %d runs: %d done now, %d skipped (already done), %d failed%s. Report: %s\n",
+		rs.Name, sum.Total, sum.Done, sum.Skipped, sum.Failed, busy, filepath.Join(dir, "report.md"))
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "interrupted: finished runs are saved; rerun the same command to continue")

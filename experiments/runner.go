@@ -439,6 +439,9 @@ type RunConfig struct {
 // Summary counts what Execute did.
 type Summary struct {
 	Total, Skipped, Done, Failed int
+	// Busy counts the runs left to another runner that was fitting them
+	// (a shard and an unsharded runner sharing the directory, say).
+	Busy int
 }
 
 // resolvedSpecFile is where Execute saves the resolved spec so that
@@ -536,7 +539,21 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 				end := st.start(r.Key)
 				res, copied := st.twinOf(ctx, r)
 				var err error
+				unlockRun, locked := func() {}, true
 				if !copied {
+					var busy bool
+					unlockRun, busy, err = e.lockRun(r)
+					locked = err == nil
+					if busy {
+						end()
+						mu.Lock()
+						sum.Busy++
+						logf("left %s to another runner, which is fitting it", r.Key)
+						mu.Unlock()
+						continue
+					}
+				}
+				if !copied && err == nil {
 					cores.enter()
 					c0, cpuOK := graph.ProcessCPU()
 					res, err = exec(ctx, e, r)
@@ -553,11 +570,14 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 				end() // stored or failed: a twin waiting for it goes on
 				// A stored result needs no checkpoint, and a failed run is
 				// retried from the start; a cancelled one resumes from it.
-				if ctx.Err() == nil || err == nil {
+				// (Not without the run's lock: the checkpoint may be another
+				// runner's.)
+				if locked && (ctx.Err() == nil || err == nil) {
 					if rerr := e.removeCheckpoint(r); rerr != nil && err == nil {
 						logf("warning: %s: %v", r.Key, rerr)
 					}
 				}
+				unlockRun() // after the checkpoint is gone: a runner taking the run next starts it over
 				mu.Lock()
 				if err != nil {
 					if ctx.Err() == nil {

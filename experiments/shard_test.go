@@ -231,3 +231,51 @@ func TestHostileSpecs(t *testing.T) {
 		t.Fatalf("--splits 1e8: %v", err)
 	}
 }
+
+// A shard runner beside an unsharded one on the same directory leaves the
+// run the other is fitting to it (the other holds that run's lock) and fits
+// the rest of its share; no lock file is left when both are done.
+func TestRunLockLeavesARunToItsRunner(t *testing.T) {
+	s, err := ParseSpec("mini.yaml", []byte(miniSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var first string
+	slow := func(ctx context.Context, e *env, r Run) (*Result, error) {
+		once.Do(func() { first = r.Key; close(started) })
+		<-release
+		return shardFake(ctx, e, r)
+	}
+	done := make(chan error)
+	go func() {
+		_, err := Execute(context.Background(), s, dir, RunConfig{Workers: 1, exec: slow})
+		done <- err
+	}()
+	<-started
+	var mu sync.Mutex
+	fitted := map[string]bool{}
+	counting := func(ctx context.Context, e *env, r Run) (*Result, error) {
+		mu.Lock()
+		fitted[r.Key] = true
+		mu.Unlock()
+		return shardFake(ctx, e, r)
+	}
+	var log strings.Builder
+	sum, err := Execute(context.Background(), s, dir, RunConfig{Workers: 2, Shard: ShardOf(first, 2), Shards: 2, exec: counting, Log: &log})
+	if err != nil || sum.Busy != 1 || fitted[first] || !strings.Contains(log.String(), "left "+first+" to another runner") {
+		t.Fatalf("shard beside the runner fitting %s: %+v, %v, fitted it: %v\n%s", first, sum, err, fitted[first], log.String())
+	}
+	if sum.Done+sum.Busy != sum.Total-sum.Skipped || sum.Done == 0 {
+		t.Fatalf("the shard did not fit the rest of its share: %+v", sum)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if locks, _ := filepath.Glob(filepath.Join(dir, checkpointDir, "*.lock")); len(locks) != 0 {
+		t.Errorf("lock files left: %v", locks)
+	}
+}
