@@ -44,7 +44,9 @@ whole grid, each resumable on its own; report merges every results file.
 Several runners on one machine share its cores best with
 GOMAXPROCS=cores/runners set for each (two T11 runners on two cores: 10%
 more fits an hour with GOMAXPROCS=1).
-A lock stops a second runner on the same results file.
+A lock stops a second runner on the same results file, and each run's lock
+stops runners of other shardings on the same DIR from fitting a run at once
+(the run is left to the runner fitting it).
 --dry-run checks the spec and prints the grid's size (the shard's with
 --shard) and, when DIR holds results, how many of those runs are done,
 the CPU time the rest need at each method's median over its finished fits,
