@@ -148,15 +148,32 @@ func TestShards(t *testing.T) {
 // A second runner on the same results file stops at once with a message
 // naming the file; a runner of another shard is not blocked.
 func TestLockStopsSecondRunner(t *testing.T) {
+	s, dir, _, finish := blockedRunner(t)
+	_, err := Execute(context.Background(), s, dir, RunConfig{Workers: 1, exec: shardFake})
+	var setup *SetupError
+	if err == nil || !strings.Contains(err.Error(), "another `gpc experiment run` is writing") || !strings.Contains(err.Error(), "results.jsonl") || !errorsAs(err, &setup) {
+		t.Fatalf("second runner: %v", err)
+	}
+	if _, err := Execute(context.Background(), s, dir, RunConfig{Workers: 1, Shard: 1, Shards: 2, exec: shardFake}); err != nil {
+		t.Fatalf("a shard beside the unsharded runner: %v", err)
+	}
+	finish()
+}
+
+// blockedRunner starts an unsharded runner of the mini spec in a new
+// directory and returns once its one worker is inside its first run (key
+// first), where it stays until finish, which waits for the runner's end.
+func blockedRunner(t *testing.T) (s *Spec, dir, first string, finish func()) {
+	t.Helper()
 	s, err := ParseSpec("mini.yaml", []byte(miniSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir = t.TempDir()
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	slow := func(ctx context.Context, e *env, r Run) (*Result, error) {
-		once.Do(func() { close(started) })
+		once.Do(func() { first = r.Key; close(started) })
 		<-release
 		return shardFake(ctx, e, r)
 	}
@@ -166,17 +183,11 @@ func TestLockStopsSecondRunner(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	_, err = Execute(context.Background(), s, dir, RunConfig{Workers: 1, exec: shardFake})
-	var setup *SetupError
-	if err == nil || !strings.Contains(err.Error(), "another `gpc experiment run` is writing") || !strings.Contains(err.Error(), "results.jsonl") || !errorsAs(err, &setup) {
-		t.Fatalf("second runner: %v", err)
-	}
-	if _, err := Execute(context.Background(), s, dir, RunConfig{Workers: 1, Shard: 1, Shards: 2, exec: shardFake}); err != nil {
-		t.Fatalf("a shard beside the unsharded runner: %v", err)
-	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	return s, dir, first, func() {
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -236,25 +247,7 @@ func TestHostileSpecs(t *testing.T) {
 // run the other is fitting to it (the other holds that run's lock) and fits
 // the rest of its share; no lock file is left when both are done.
 func TestRunLockLeavesARunToItsRunner(t *testing.T) {
-	s, err := ParseSpec("mini.yaml", []byte(miniSpec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	started, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	var first string
-	slow := func(ctx context.Context, e *env, r Run) (*Result, error) {
-		once.Do(func() { first = r.Key; close(started) })
-		<-release
-		return shardFake(ctx, e, r)
-	}
-	done := make(chan error)
-	go func() {
-		_, err := Execute(context.Background(), s, dir, RunConfig{Workers: 1, exec: slow})
-		done <- err
-	}()
-	<-started
+	s, dir, first, finish := blockedRunner(t)
 	var mu sync.Mutex
 	fitted := map[string]bool{}
 	counting := func(ctx context.Context, e *env, r Run) (*Result, error) {
@@ -271,10 +264,7 @@ func TestRunLockLeavesARunToItsRunner(t *testing.T) {
 	if sum.Done+sum.Busy != sum.Total-sum.Skipped || sum.Done == 0 {
 		t.Fatalf("the shard did not fit the rest of its share: %+v", sum)
 	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	finish()
 	if locks, _ := filepath.Glob(filepath.Join(dir, checkpointDir, "*.lock")); len(locks) != 0 {
 		t.Errorf("lock files left: %v", locks)
 	}
