@@ -107,11 +107,7 @@ func (e *env) checkpoint(r Run, v any, sync, restored func()) (*models.Checkpoin
 			if e.logf == nil {
 				return
 			}
-			f := FitProgress{Key: r.Key, Method: r.Method.Name, Info: info}
-			if r.Budget.MinSteps == 0 {
-				f.Epochs = r.Budget.Epochs
-			}
-			e.logf("checkpointed: %v", f)
+			e.logf("checkpointed: %v", progressOf(r, info))
 		},
 	}, nil
 }

@@ -50,6 +50,15 @@ type FitProgress struct {
 	Info   models.CheckpointInfo
 }
 
+// progressOf is run r's progress as its checkpoint info records it.
+func progressOf(r Run, info models.CheckpointInfo) FitProgress {
+	f := FitProgress{Key: r.Key, Method: r.Method.Name, Info: info}
+	if r.Budget.MinSteps == 0 {
+		f.Epochs = r.Budget.Epochs
+	}
+	return f
+}
+
 // String reads like "KEY: epoch 15 of 350, saved 2026-11-27 08:25:33 UTC;
 // median of the last 5 epochs 30.6 s, so ≈ 2 h 47 min more at that pace".
 func (f FitProgress) String() string {
@@ -115,11 +124,7 @@ func ReadProgress(dir string, runs []Run) (Progress, error) {
 				p.Warnings = append(p.Warnings, err.Error())
 				continue
 			}
-			f := FitProgress{Key: r.Key, Method: r.Method.Name, Info: info}
-			if r.Budget.MinSteps == 0 {
-				f.Epochs = r.Budget.Epochs
-			}
-			p.InProgress = append(p.InProgress, f)
+			p.InProgress = append(p.InProgress, progressOf(r, info))
 		}
 	}
 	for m, ts := range times {

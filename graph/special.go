@@ -216,10 +216,19 @@ func normPDF(x float64) float64 {
 	if math.Abs(x) >= 39 {
 		return 0
 	}
-	hi := math.Float64frombits(math.Float64bits(x) &^ (1<<27 - 1))
-	lo := x - hi
-	y := -0.5 * lo * (x + hi)
-	return invSqrt2Pi * math.Exp(-0.5*hi*hi) * (1 + y*(1+y*0.5*(1+y*(1.0/3)*(1+y*0.25))))
+	hi := normPDFHi(x)
+	return normPDFFrom(x, hi, math.Exp(-0.5*hi*hi))
+}
+
+// normPDFHi is x with the low 27 bits of its significand cleared, so that
+// hi² is exact.
+func normPDFHi(x float64) float64 { return math.Float64frombits(math.Float64bits(x) &^ (1<<27 - 1)) }
+
+// normPDFFrom is φ(x) from hi = normPDFHi(x) and e = e^(−hi²/2), times
+// the small factor's Taylor polynomial.
+func normPDFFrom(x, hi, e float64) float64 {
+	y := -0.5 * (x - hi) * (x + hi)
+	return invSqrt2Pi * e * (1 + y*(1+y*0.5*(1+y*(1.0/3)*(1+y*0.25))))
 }
 
 // millsTail returns v = 1/(t + 2/(t + 3/(t + …))) for t ≥ −tailCut. Laplace's
@@ -404,9 +413,9 @@ func LogNormCDFInvMillsGiven(x, pdf float64) (lp, lam, gap float64) {
 // the exponentials' cost. dst must not overlap x.
 func NormPDFValues(dst, x []float64) {
 	x = x[:len(dst)]
-	// dst first holds −hi²/2 (0 where φ underflows), then e^(−hi²/2).
+	// dst first holds −hi²/2 (−∞ where φ underflows), then e^(−hi²/2).
 	for i, v := range x {
-		hi := math.Float64frombits(math.Float64bits(v) &^ (1<<27 - 1))
+		hi := normPDFHi(v)
 		dst[i] = -0.5 * hi * hi
 		if !(math.Abs(v) < 39) {
 			dst[i] = math.Inf(-1)
@@ -421,9 +430,7 @@ func NormPDFValues(dst, x []float64) {
 			}
 			continue
 		}
-		hi := math.Float64frombits(math.Float64bits(v) &^ (1<<27 - 1))
-		y := -0.5 * (v - hi) * (v + hi)
-		dst[i] = invSqrt2Pi * dst[i] * (1 + y*(1+y*0.5*(1+y*(1.0/3)*(1+y*0.25))))
+		dst[i] = normPDFFrom(v, normPDFHi(v), dst[i])
 	}
 }
 

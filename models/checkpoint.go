@@ -237,6 +237,11 @@ type CheckpointInfo struct {
 	Saved time.Time
 }
 
+// infoOf is the progress a snapshot records, saved at the given time.
+func infoOf(s *solvers.Snapshot, saved time.Time) CheckpointInfo {
+	return CheckpointInfo{Epoch: s.Epoch, Iterations: s.Iterations, History: s.History, Saved: saved}
+}
+
 // ReadCheckpointInfo reads the progress recorded in the checkpoint at path,
 // for watching a long fit from outside its process. It reads the file's
 // header only (a version 1 file whole), so that a checkpoint of gigabytes
@@ -252,8 +257,7 @@ func ReadCheckpointInfo(path string) (CheckpointInfo, error) {
 	if err != nil {
 		return CheckpointInfo{}, err
 	}
-	s := h.f.State
-	return CheckpointInfo{Epoch: s.Epoch, Iterations: s.Iterations, History: s.History, Saved: h.st.ModTime()}, nil
+	return infoOf(&h.f.State, h.st.ModTime()), nil
 }
 
 // readCheckpoint returns the checkpoint at path, nil if there is none, or
@@ -445,7 +449,7 @@ func writeCheckpoint(ck *Checkpoint, fp fitPrint, s *solvers.Snapshot) error {
 		return fmt.Errorf("models: writing checkpoint %s: %w", ck.Path, err)
 	}
 	if ck.Written != nil {
-		ck.Written(CheckpointInfo{Epoch: s.Epoch, Iterations: s.Iterations, History: s.History, Saved: time.Now()})
+		ck.Written(infoOf(s, time.Now()))
 	}
 	return nil
 }
