@@ -236,15 +236,29 @@ func normPDFFrom(x, hi, e float64) float64 {
 // x = −t the inverse Mills ratio is λ = t + v and x + λ = v, with no
 // cancellation.
 //
-// The fraction converges faster as t grows (to full precision in 27 terms
-// at t = 5, 14 at t = 10, 7 at t = 30), and its terms are a chain of
-// dependent divisions, so a fixed 60 terms made a tail value cost ~0.4 µs:
-// most of a robust-max prediction, whose wrong classes sit deep in the
-// tail. millsTerms keeps four to eight terms above what full precision
-// needs at the start of each range; against 60 terms everywhere the value
-// is the same to within 1.4 ulp (33 of 600 000 points from 5 to 2000 differ
-// at all, by rounding order), checked by TestMillsTermsEnough.
+// Below t = 40 v comes from a table of local polynomials (package
+// normtail, 70 intervals of width ½), within 2 ulp of v computed in 320-bit
+// arithmetic (TestMillsTableAccuracy). The fraction's terms are a chain of
+// dependent divisions, 21–32 of them up to t = 10, each waiting on the last:
+// ~80 ns a value where the polynomial takes a few, and the deep tail is
+// where robust-max's wrong classes and a confident class's log Φ(x) at
+// large x (through Q = φ/(x + v)) sit. From 40 on, the fraction needs 11
+// terms.
 func millsTail(t float64) float64 {
+	if t < millsEnd {
+		// t − MillsStart is exact: MillsStart is an integer and t < 2⁵³.
+		return tablePoly(millsV[:], (t-normtail.MillsStart)*normtail.MillsScale)
+	}
+	return millsFraction(t)
+}
+
+// millsFraction is v by the continued fraction, to as many terms as t
+// needs. It converges faster as t grows (to full precision in 27 terms at
+// t = 5, 14 at t = 10, 7 at t = 30); millsTerms keeps four to eight terms
+// above that at the start of each range. Against 60 terms everywhere the
+// value is the same to within 1.4 ulp (33 of 600 000 points from 5 to 2000
+// differ at all, by rounding order), checked by TestMillsTermsEnough.
+func millsFraction(t float64) float64 {
 	v := 0.0
 	for k := millsTerms(t); k >= 2; k-- {
 		v = float64(k) / (t + v)
@@ -301,9 +315,16 @@ const _ = uint(normtail.Degree-13) + uint(13-normtail.Degree)
 // by Estrin's scheme, whose short dependency chains let the evaluations of
 // neighbouring elements overlap.
 func upperTail(t float64) float64 {
-	s := t * normtail.Scale // exact: Scale is a power of two
+	return tablePoly(normTail[:], t*normtail.Scale) // exact: Scale is a power of two
+}
+
+// tablePoly evaluates a table of local polynomials of degree 13 at s, in
+// units of its intervals' width from the table's start: interval i = ⌊s⌋'s
+// b[0] + b[1]u + … + b[13]u¹³ at u = 2(s − i − ½) ∈ [−1, 1], by Estrin's
+// scheme.
+func tablePoly(tab [][normtail.Degree + 1]float64, s float64) float64 {
 	i := int(s)
-	b := &normTail[i]
+	b := &tab[i]
 	u := (s - (float64(i) + 0.5)) * 2
 	u2 := u * u
 	u4 := u2 * u2
@@ -313,6 +334,9 @@ func upperTail(t float64) float64 {
 	q3 := b[12] + b[13]*u
 	return (q0 + q1*u4) + (q2+q3*u4)*(u4*u4)
 }
+
+// millsEnd is the end of the Mills table's range.
+const millsEnd = normtail.MillsStart + float64(normtail.MillsIntervals)/normtail.MillsScale
 
 // logNormCDF is log Φ(x). In the lower tail log Φ = −x²/2 − log√(2π) −
 // log(t + v) never forms Φ, which underflows below x ≈ −38; in the upper tail
@@ -325,11 +349,20 @@ func logNormCDF(x float64) float64 {
 	case x > 0 && x < normTailEnd:
 		return math.Log1p(-upperTail(x))
 	case x > 0:
-		return math.Log1p(-0.5 * math.Erfc(x*invSqrt2))
+		return logNormCDFFar(x, normPDF(x))
 	case x <= 0:
 		return math.Log(upperTail(-x))
 	}
 	return x // NaN
+}
+
+// logNormCDFFar is log Φ(x) = log(1 − Q) for x ≥ normTailEnd given pdf =
+// φ(x): Q = φ/(x + v) by the Mills remainder, and log(1 − Q) = −Q(1 + Q/2 +
+// …) is −Q to within a quarter of an ulp, since Q < 6e-17. It was math.Erfc
+// and math.Log1p, two exponentials and a logarithm where a confident
+// class's term needs none beyond φ.
+func logNormCDFFar(x, pdf float64) float64 {
+	return -(pdf / (x + millsTail(x)))
 }
 
 // invMills is λ(x) = φ(x)/Φ(x); in the lower tail λ = t + v, which stays
@@ -387,7 +420,7 @@ func logNormCDFInvMillsAt(x, pdf float64) (lp, lam, gap float64) {
 		return math.Log1p(-q), lam, x + lam
 	case x > 0:
 		lam = pdf
-		return math.Log1p(-0.5 * math.Erfc(x*invSqrt2)), lam, x + lam
+		return logNormCDFFar(x, pdf), lam, x + lam
 	case x <= 0:
 		q := upperTail(-x)
 		lam = pdf / q

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gpc-dev/gpc/graph/internal/normtail"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -449,7 +450,61 @@ func TestSpecialParallelValues(t *testing.T) {
 	}
 }
 
-// millsTail's term counts by range give the 60-term value (twice what
+// The Mills table is within 2 ulp of v computed in 320-bit arithmetic over
+// its whole range and on both sides of its intervals' ends, and meets the
+// continued fraction at its end; Φ, log Φ, λ and x + λ built on it stay
+// within a few ulp of the fraction's values, which the accuracy tests above
+// were written against.
+func TestMillsTableAccuracy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	pts := []float64{-tailCut, math.Nextafter(millsEnd, 0)}
+	for i := 1; i < normtail.MillsIntervals; i++ {
+		e := normtail.MillsStart + float64(i)/normtail.MillsScale
+		pts = append(pts, e, math.Nextafter(e, 0))
+	}
+	for range 3000 {
+		pts = append(pts, -tailCut+rng.Float64()*(millsEnd+tailCut))
+	}
+	worst, worstFrac := 0.0, 0.0
+	for _, x := range pts {
+		want := normtail.MillsV(x)
+		worst = max(worst, ulps(millsTail(x), want))
+		worstFrac = max(worstFrac, ulps(millsFraction(x), want))
+	}
+	t.Logf("largest error of v: table %.2f ulp, continued fraction %.2f ulp", worst, worstFrac)
+	if worst > 2 {
+		t.Errorf("largest error of the Mills table: %.2f ulp, want at most 2", worst)
+	}
+	if u := ulps(millsTail(millsEnd), normtail.MillsV(millsEnd)); u > 2 {
+		t.Errorf("v at the table's end (the fraction's start): %.2f ulp", u)
+	}
+	worstPhi := 0.0
+	for range 200 {
+		x := tailCut - rng.Float64()*(millsEnd+tailCut-2) // Φ is subnormal below −37.5
+		_, cdf := refNormal(x)
+		want, _ := cdf.Float64()
+		worstPhi = max(worstPhi, ulps(normCDF(x), want))
+	}
+	t.Logf("largest error of Φ in the lower tail: %.2f ulp", worstPhi)
+	if worstPhi > 4 {
+		t.Errorf("largest error of Φ in the lower tail: %.2f ulp, want at most 4", worstPhi)
+	}
+	// log Φ(x) = −Q(x) beyond the Q table, through φ/(x + v).
+	far := []float64{normTailEnd, 9, 20, 37.9}
+	for range 100 {
+		far = append(far, normTailEnd+rng.Float64()*(37.9-normTailEnd))
+	}
+	worstLog := 0.0
+	for _, r := range specialRefs(far...) {
+		worstLog = max(worstLog, ulps(logNormCDF(r.x), r.logCDF))
+	}
+	t.Logf("largest error of log Φ beyond %v: %.2f ulp", normTailEnd, worstLog)
+	if worstLog > 4 {
+		t.Errorf("largest error of log Φ beyond %v: %.2f ulp, want at most 4", normTailEnd, worstLog)
+	}
+}
+
+// millsFraction's term counts by range give the 60-term value (twice what
 // t = 5 needs) to within 2 ulp from the tail cut to far beyond it.
 func TestMillsTermsEnough(t *testing.T) {
 	full := func(x float64) float64 {
@@ -460,7 +515,7 @@ func TestMillsTermsEnough(t *testing.T) {
 		return 1 / (x + v)
 	}
 	for x := -tailCut; x < 1e4; x *= 1.0001 {
-		got, want := millsTail(x), full(x)
+		got, want := millsFraction(x), full(x)
 		if math.Abs(got-want) > 2*0x1p-52*want {
 			t.Fatalf("t = %v: %d terms give %v, 60 give %v", x, millsTerms(x), got, want)
 		}
@@ -522,6 +577,29 @@ func TestNormPDFValuesAndGivenDensity(t *testing.T) {
 			t.Fatalf("x = %v: (%v, %v, %v), the scalar (%v, %v, %v)", x, lp, lam, gap, wp, wl, wg)
 		}
 	}
+}
+
+// BenchmarkMillsTail times v deep in the tail, where robust-max's wrong
+// classes sit, by the table and by the continued fraction it replaced.
+func BenchmarkMillsTail(b *testing.B) {
+	xs := make([]float64, 40)
+	for i := range xs {
+		xs[i] = 5 + 0.2*float64(i)
+	}
+	sum := 0.0
+	for _, f := range []struct {
+		name string
+		f    func(float64) float64
+	}{{"table", millsTail}, {"fraction", millsFraction}} {
+		b.Run(f.name, func(b *testing.B) {
+			for b.Loop() {
+				for _, x := range xs {
+					sum += f.f(x)
+				}
+			}
+		})
+	}
+	_ = sum
 }
 
 // BenchmarkNormPDF times a robust-max row's densities (20 nodes × 2 other

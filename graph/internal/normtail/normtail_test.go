@@ -1,0 +1,48 @@
+package normtail
+
+import (
+	"math"
+	"math/big"
+	"testing"
+)
+
+// The continued fraction of millsTerms terms has converged far below a
+// double's rounding at the table's start, where it converges slowest: twice
+// the terms change R by less than 2⁻¹²⁰ of it.
+func TestMillsConverged(t *testing.T) {
+	for _, x := range []float64{MillsStart, MillsStart + 0.25, 10} {
+		a, b := millsRBig(x, millsTerms), millsRBig(x, 2*millsTerms)
+		d := new(big.Float).Sub(a, b)
+		d.Quo(d, b)
+		if d.Abs(d).Cmp(new(big.Float).SetMantExp(big.NewFloat(1), -120)) > 0 {
+			t.Errorf("t = %v: %d and %d terms differ by %v relative", x, millsTerms, 2*millsTerms, d)
+		}
+	}
+}
+
+// At an interval's centre the polynomial is its constant term, which must
+// be MillsV there; at its ends the series is summed in big arithmetic and
+// must round to within one ulp of MillsV (the coefficients' own rounding;
+// the truncation the layout allows is near 1e-21).
+func TestMillsCoefficientsAgree(t *testing.T) {
+	for _, i := range []int{0, 1, 35, MillsIntervals - 1} {
+		b := MillsCoefficients(i)
+		c := MillsStart + (float64(i)+0.5)/MillsScale
+		if want := MillsV(c); b[0] != want {
+			t.Errorf("interval %d: constant term %v, v(centre) %v", i, b[0], want)
+		}
+		for _, u := range []float64{-1, 1} {
+			sum, un := newF(0), newF(1)
+			for _, bk := range b {
+				sum.Add(sum, new(big.Float).Mul(newF(bk), un))
+				un.Mul(un, newF(u))
+			}
+			got, _ := sum.Float64()
+			x := c + u/(2*MillsScale)
+			want := MillsV(x)
+			if got != want && math.Nextafter(got, want) != want {
+				t.Errorf("interval %d at t = %v: series %v, v %v", i, x, got, want)
+			}
+		}
+	}
+}
