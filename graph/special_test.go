@@ -504,6 +504,40 @@ func TestMillsTableAccuracy(t *testing.T) {
 	}
 }
 
+// log Φ between the continued fraction's cut and the end of the Q table
+// comes from the log tables, within 2 ulp of the 320-bit value, at random
+// points and on both sides of every interval's end, and the shared
+// evaluation (log Φ, λ and x + λ together) gives the same log Φ.
+func TestLogPhiTableAccuracy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	pts := []float64{0, math.Copysign(0, -1), 1e-300, -1e-300, math.Nextafter(tailCut, 0), math.Nextafter(normTailEnd, 0)}
+	for i := 1; i < normtail.Intervals; i++ {
+		e := float64(i) / normtail.Scale
+		pts = append(pts, e, math.Nextafter(e, 0))
+		if e < -tailCut {
+			pts = append(pts, -e, math.Nextafter(-e, 0))
+		}
+	}
+	for range 3000 {
+		pts = append(pts, tailCut+rng.Float64()*(normTailEnd-tailCut))
+	}
+	worst := 0.0
+	for _, x := range pts {
+		if x <= tailCut || x >= normTailEnd {
+			continue
+		}
+		got := logNormCDF(x)
+		worst = max(worst, ulps(got, normtail.LogPhi(x)))
+		if lp, _, _ := logNormCDFInvMills(x); lp != got {
+			t.Fatalf("x = %v: log Φ %v alone, %v with λ", x, got, lp)
+		}
+	}
+	t.Logf("largest error of log Φ on (%v, %v): %.2f ulp", tailCut, normTailEnd, worst)
+	if worst > 2 {
+		t.Errorf("largest error of log Φ on (%v, %v): %.2f ulp, want at most 2", tailCut, normTailEnd, worst)
+	}
+}
+
 // millsFraction's term counts by range give the 60-term value (twice what
 // t = 5 needs) to within 2 ulp from the tail cut to far beyond it.
 func TestMillsTermsEnough(t *testing.T) {

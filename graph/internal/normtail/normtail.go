@@ -108,11 +108,14 @@ func Phi(x float64) float64 {
 // Coefficients returns interval i's coefficients b_0 … b_Degree of
 // Q(c + u/(2·Scale)), c = (i + ½)/Scale: b_0 = Q(c) and, for k ≥ 1,
 // b_k = −φ^(k−1)(c)·h^k/k! with φ^(j) = (−1)^j He_j φ and h = 1/(2·Scale).
-func Coefficients(i int) [Degree + 1]float64 {
+func Coefficients(i int) [Degree + 1]float64 { return round(coefficientsBig(i)) }
+
+// coefficientsBig is Coefficients unrounded.
+func coefficientsBig(i int) [Degree + 1]*big.Float {
 	c := (float64(i) + 0.5) / Scale
 	q, phi := qBig(c)
-	var b [Degree + 1]float64
-	b[0], _ = q.Float64()
+	var b [Degree + 1]*big.Float
+	b[0] = q
 	cb := newF(c)
 	heM, he := newF(0), newF(1) // He_{j−1}, He_j at j = 0
 	hk := newF(1)               // h^k / k!
@@ -126,13 +129,105 @@ func Coefficients(i int) [Degree + 1]float64 {
 		if j%2 == 0 { // −(−1)^j
 			v.Neg(v)
 		}
-		b[k], _ = v.Float64()
+		b[k] = v
 		// He_{j+1} = t·He_j − j·He_{j−1}
 		next := new(big.Float).Mul(cb, he)
 		next.Sub(next, new(big.Float).Mul(newF(float64(j)), heM))
 		heM, he = he, next
 	}
 	return b
+}
+
+// round rounds a table row's coefficients to float64.
+func round(b [Degree + 1]*big.Float) [Degree + 1]float64 {
+	var f [Degree + 1]float64
+	for k, v := range b {
+		f[k], _ = v.Float64()
+	}
+	return f
+}
+
+// The log tables share the Q table's intervals: LogPhiIntervals of them for
+// log Φ(t) = log(1 − Q(t)) on [0, normTailEnd) and LogQIntervals for
+// log Q(t) on [0, 5), log Φ(−t), the lower side down to the continued
+// fraction's cut.
+const (
+	LogPhiIntervals = Intervals
+	LogQIntervals   = 5 * Scale
+)
+
+// logBig returns log y for 0 < y ≤ 1: with y = m·2^e, m ∈ [½, 1), log y =
+// e·log 2 + log m, each by the series −Σ r^n/n in r = 1 − m ≤ ½.
+func logBig(y *big.Float) *big.Float {
+	m := new(big.Float)
+	e := y.MantExp(m)
+	return new(big.Float).Add(log1mBig(new(big.Float).Sub(newF(1), m)),
+		new(big.Float).Mul(newF(float64(e)), new(big.Float).Neg(log1mBig(newF(0.5)))))
+}
+
+// log1mBig returns log(1 − r) = −Σ r^n/n for 0 ≤ r ≤ ½.
+func log1mBig(r *big.Float) *big.Float {
+	sum, pow := newF(0), newF(1)
+	eps := new(big.Float).SetMantExp(newF(1), -prec-8)
+	for n := 1; r.Sign() != 0; n++ {
+		pow.Mul(pow, r)
+		term := new(big.Float).Quo(pow, newF(float64(n)))
+		sum.Sub(sum, term)
+		if term.Cmp(eps) < 0 {
+			break
+		}
+	}
+	return sum
+}
+
+// logSeries returns the coefficients of log g for the power series g with
+// g_0 > 0, from g·(log g)' = g': n·f_n·g_0 = n·g_n − Σ_(k=1…n−1) k·f_k·g_(n−k).
+func logSeries(g [Degree + 1]*big.Float, f0 *big.Float) [Degree + 1]*big.Float {
+	var f [Degree + 1]*big.Float
+	f[0] = f0
+	for n := 1; n <= Degree; n++ {
+		sum := new(big.Float).Mul(newF(float64(n)), g[n])
+		for k := 1; k < n; k++ {
+			t := new(big.Float).Mul(newF(float64(k)), f[k])
+			sum.Sub(sum, t.Mul(t, g[n-k]))
+		}
+		sum.Quo(sum, g[0])
+		f[n] = sum.Quo(sum, newF(float64(n)))
+	}
+	return f
+}
+
+// LogPhiCoefficients returns interval i's coefficients of log Φ(c + u·h) =
+// log(1 − Q), c and h as in Coefficients: the logarithm of the series
+// 1 − Q, its constant term by log1mBig (Q ≤ ½), which keeps log Φ's relative
+// accuracy where it is as small as −Q ≈ −5e-17.
+func LogPhiCoefficients(i int) [Degree + 1]float64 {
+	q := coefficientsBig(i)
+	var g [Degree + 1]*big.Float
+	g[0] = new(big.Float).Sub(newF(1), q[0])
+	for k := 1; k <= Degree; k++ {
+		g[k] = new(big.Float).Neg(q[k])
+	}
+	return round(logSeries(g, log1mBig(q[0])))
+}
+
+// LogQCoefficients returns interval i's coefficients of log Q(c + u·h).
+func LogQCoefficients(i int) [Degree + 1]float64 {
+	q := coefficientsBig(i)
+	return round(logSeries(q, logBig(q[0])))
+}
+
+// LogPhi returns log Φ(x) for −5 < x < 8.3125, correctly rounded but for
+// the last bit: the reference against which the log tables are tested.
+func LogPhi(x float64) float64 {
+	q, _ := qBig(math.Abs(x))
+	var f float64
+	if x < 0 {
+		f, _ = logBig(q).Float64()
+	} else {
+		f, _ = log1mBig(q).Float64()
+	}
+	return f
 }
 
 // The Mills table's layout: MillsIntervals intervals of width 1/MillsScale
@@ -225,6 +320,18 @@ func Source() []byte {
 	fmt.Fprintf(&buf, "var normTail = [%d][%d]float64{\n", Intervals, Degree+1)
 	for i := range Intervals {
 		writeRow(&buf, Coefficients(i))
+	}
+	fmt.Fprintf(&buf, "}\n\n")
+	fmt.Fprintf(&buf, "// logPhiTail holds, on normTail's intervals, the coefficients of log Φ(t) = log(1 − Q(t)).\n")
+	fmt.Fprintf(&buf, "var logPhiTail = [%d][%d]float64{\n", LogPhiIntervals, Degree+1)
+	for i := range LogPhiIntervals {
+		writeRow(&buf, LogPhiCoefficients(i))
+	}
+	fmt.Fprintf(&buf, "}\n\n")
+	fmt.Fprintf(&buf, "// logQTail holds, on normTail's first %d intervals, the coefficients of log Q(t) = log Φ(−t).\n", LogQIntervals)
+	fmt.Fprintf(&buf, "var logQTail = [%d][%d]float64{\n", LogQIntervals, Degree+1)
+	for i := range LogQIntervals {
+		writeRow(&buf, LogQCoefficients(i))
 	}
 	fmt.Fprintf(&buf, "}\n\n")
 	fmt.Fprintf(&buf, "// millsV holds, for t in [%d + i/%d, %d + (i+1)/%d), the coefficients of\n", MillsStart, MillsScale, MillsStart, MillsScale)

@@ -46,3 +46,38 @@ func TestMillsCoefficientsAgree(t *testing.T) {
 		}
 	}
 }
+
+// logBig agrees with math.Log to a double's rounding, and the log tables'
+// series, summed in big arithmetic at their intervals' centres and ends,
+// round to within 3 ulp of LogPhi (the coefficients' own rounding, which
+// the Q table's own test allows 2 ulp).
+func TestLogCoefficientsAgree(t *testing.T) {
+	for _, y := range []float64{1, 0.75, 0.5, 1e-7, 3e-300} {
+		got, _ := logBig(newF(y)).Float64()
+		if want := math.Log(y); math.Abs(got-want) > 2e-16*math.Abs(want) {
+			t.Errorf("logBig(%v) = %v, math.Log %v", y, got, want)
+		}
+	}
+	check := func(name string, b [Degree + 1]float64, c float64, sign float64) {
+		for _, u := range []float64{-1, 0, 1} {
+			sum, un := newF(0), newF(1)
+			for _, bk := range b {
+				sum.Add(sum, new(big.Float).Mul(newF(bk), un))
+				un.Mul(un, newF(u))
+			}
+			got, _ := sum.Float64()
+			x := sign * (c + u/(2*Scale))
+			want := LogPhi(x)
+			w := math.Abs(want)
+			if math.Abs(got-want) > 3*(math.Nextafter(w, 2*w)-w) {
+				t.Errorf("%s at x = %v: series %v, log Φ %v", name, x, got, want)
+			}
+		}
+	}
+	for _, i := range []int{0, 1, 40, LogQIntervals - 1} {
+		check("log Q", LogQCoefficients(i), (float64(i)+0.5)/Scale, -1)
+	}
+	for _, i := range []int{0, 1, 60, LogPhiIntervals - 1} {
+		check("log(1 − Q)", LogPhiCoefficients(i), (float64(i)+0.5)/Scale, 1)
+	}
+}
