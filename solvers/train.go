@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/gpc-dev/gpc/graph"
 )
 
 // Objective is what a model implements to be trained by Train (and
@@ -346,7 +348,7 @@ func checkFinite(loss float64, params []Param, grads [][]float64, where string) 
 		return fmt.Errorf("%w at %s", err, where)
 	}
 	for i, g := range grads {
-		if allFinite(g) {
+		if graph.AllFinite(g) {
 			continue
 		}
 		for j, v := range g {
@@ -360,7 +362,7 @@ func checkFinite(loss float64, params []Param, grads [][]float64, where string) 
 
 func checkParamsFinite(params []Param, where string) error {
 	for i, p := range params {
-		if allFinite(p.Data) {
+		if graph.AllFinite(p.Data) {
 			continue
 		}
 		for j, v := range p.Data {
@@ -381,23 +383,3 @@ func nameOrIndex(params []Param, i int) string {
 }
 
 func isNonFinite(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
-
-// allFinite reports whether every value of x is finite, with no branch per
-// value: v·0 is ±0 for a finite v and NaN for an infinite or NaN one, and a
-// NaN survives the sums. The checks run on every parameter and gradient
-// at every step; testing each value took 6% of a NIMGP_NN step on MNIST,
-// this a third of that.
-func allFinite(x []float64) bool {
-	var a0, a1, a2, a3 float64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		a0 += x[i] * 0
-		a1 += x[i+1] * 0
-		a2 += x[i+2] * 0
-		a3 += x[i+3] * 0
-	}
-	for ; i < len(x); i++ {
-		a0 += x[i] * 0
-	}
-	return (a0+a1)+(a2+a3) == 0
-}

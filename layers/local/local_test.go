@@ -490,3 +490,25 @@ func BenchmarkDenseWidths(b *testing.B) {
 		}
 	}
 }
+
+// Check names the row and element of a non-finite gradient wherever it is,
+// past the fast whole-batch test, and passes a finite batch.
+func TestCheckFindsNonFinite(t *testing.T) {
+	p := New("mu", 3, nil)
+	rows := []int{4, 0}
+	grad := make([]float64, len(rows)*p.Width)
+	if err := p.Check(rows, grad); err != nil {
+		t.Fatalf("finite gradient: %v", err)
+	}
+	for e := range grad {
+		for _, bad := range []float64{math.NaN(), math.Inf(-1)} {
+			g := append([]float64(nil), grad...)
+			g[e] = bad
+			err := p.Check(rows, g)
+			want := fmt.Sprintf("row %d, element %d is %v", rows[e/p.Width], e%p.Width, bad)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%v at %d: error %v, want one naming %q", bad, e, err, want)
+			}
+		}
+	}
+}
