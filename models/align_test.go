@@ -34,11 +34,19 @@ func TestGivenNoiseFollowsShuffledRows(t *testing.T) {
 		batches, _ := solvers.EpochBatches(ds.N, 8, 4, 2)
 		for _, b := range batches {
 			obj.Load(b)
-			noise, x := obj.Fed("noise"), obj.Fed("x")
+			// NIMGP takes the variances as their reciprocals and logarithms.
+			name, as := "noise", func(v float64) float64 { return v }
+			if k == "nimgp" {
+				name, as = "noise precision", func(v float64) float64 { return 1 / v }
+			}
+			noise, x := obj.Fed(name), obj.Fed("x")
+			if len(noise) != len(x) {
+				t.Fatalf("%s: %d values fed as %q, want %d", k, len(noise), name, len(x))
+			}
 			for r, i := range b.Index {
 				for d := 0; d < ds.D; d++ {
-					if got, want := noise[r*ds.D+d], ds.Noise[i*ds.D+d]; got != want {
-						t.Fatalf("%s: batch row %d (data row %d) has noise %v, want %v", k, r, i, got, want)
+					if got, want := noise[r*ds.D+d], as(ds.Noise[i*ds.D+d]); got != want {
+						t.Fatalf("%s: batch row %d (data row %d) has %s %v, want %v", k, r, i, name, got, want)
 					}
 					if got, want := x[r*ds.D+d], ds.X[i*ds.D+d]; got != want {
 						t.Fatalf("%s: batch row %d has input %v, want %v", k, r, got, want)

@@ -204,11 +204,19 @@ func TestContinueNIMGPQX(t *testing.T) {
 	if slices.Equal(steps, make([]int, first.N)) {
 		t.Fatal("no row had Adam history (the test would not see a reset)")
 	}
-	// The batch's given noise is read from the grown data set.
+	// The batch's given noise is read from the grown data set (NIMGP takes
+	// its logarithm and reciprocal).
 	b := solvers.FullBatch(grown.N)
 	m.fit.obj.Grow(grown, grown.N)
 	m.fit.obj.Load(b)
-	if got := m.fit.obj.Fed("noise"); !slices.Equal(got[n0:], more.Noise) || !slices.Equal(got[:n0], first.Noise) {
+	logs := func(v []float64) []float64 {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = math.Log(x)
+		}
+		return out
+	}
+	if got := m.fit.obj.Fed("noise log"); len(got) != grown.N*grown.D || !slices.Equal(got[n0:], logs(more.Noise)) || !slices.Equal(got[:n0], logs(first.Noise)) {
 		t.Fatal("given noise of the training rows is not the data set's")
 	}
 	m.fit.obj.Grow(grown, 30)

@@ -25,7 +25,7 @@ func TestElemFuncForms(t *testing.T) {
 				args[a][e] = rng.NormFloat64()
 			}
 		}
-		// q and V (and √q's argument) must be positive; log V matches V.
+		// q and W = 1/V (and √q's argument) must be positive; log V matches W.
 		pos := map[int]bool{1: true}
 		if k == 6 {
 			pos = map[int]bool{3: true, 4: true}
@@ -35,9 +35,9 @@ func TestElemFuncForms(t *testing.T) {
 				args[a][e] = 0.1 + math.Abs(args[a][e])
 			}
 		}
-		if k == 6 {
+		if k == 6 { // W = 1/V and log V
 			for e := range args[5] {
-				args[5][e] = math.Log(args[4][e])
+				args[5][e] = -math.Log(args[4][e])
 			}
 		}
 		out := make([]float64, n)
@@ -80,7 +80,7 @@ func TestInputTermsAtOptimumAreTheMarginal(t *testing.T) {
 	for _, xt := range []float64{0, 0.7, -2.5} {
 		for _, v := range []float64{1e-4, 0.01, 0.25, 1, 5} {
 			mu, q := xt*s/(v+s), v*s/(v+s)
-			x := []float64{xt, mu, math.Log(q), q, v, math.Log(v)}
+			x := []float64{xt, mu, math.Log(q), q, 1 / v, math.Log(v)}
 			got := -f.F(x)
 			want := -0.5*math.Log(2*math.Pi*(v+s)) - xt*xt/(2*(v+s))
 			if math.Abs(got-want) > 1e-12*(1+math.Abs(want)) {
@@ -88,7 +88,7 @@ func TestInputTermsAtOptimumAreTheMarginal(t *testing.T) {
 			}
 			// It is the optimum: moving μ or q lowers the terms.
 			for _, d := range [][2]float64{{1e-3, 0}, {-1e-3, 0}, {0, 1e-3 * q}, {0, -1e-3 * q}} {
-				y := []float64{xt, mu + d[0], math.Log(q + d[1]), q + d[1], v, math.Log(v)}
+				y := []float64{xt, mu + d[0], math.Log(q + d[1]), q + d[1], 1 / v, math.Log(v)}
 				if -f.F(y) >= got {
 					t.Fatalf("x̃ = %v, V = %v: a step %v from the optimum raises the terms", xt, v, d)
 				}

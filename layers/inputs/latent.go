@@ -111,7 +111,7 @@ func testPosterior(s float64, xt, v, mean, sd []float64) {
 func sampleLatent(b Batch, f Conditional, n *Noise, s float64, mu, logv *G.Node) (fm, fv, extra *G.Node, err error) {
 	d := mu.Shape()[1]
 	eps := b.Normals("eps", d)
-	noise, logNoise, err := n.args(b, true)
+	precision, logNoise, err := n.precisionArgs(b)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -124,7 +124,7 @@ func sampleLatent(b Batch, f Conditional, n *Noise, s float64, mu, logv *G.Node)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if extra, err = gaussianInputTerms(b.X(), mu, logv, q, noise, logNoise, s); err != nil {
+	if extra, err = gaussianInputTerms(b.X(), mu, logv, q, precision, logNoise, s); err != nil {
 		return nil, nil, nil, err
 	}
 	fm, fv, err = f.Marginals(x)
@@ -136,59 +136,61 @@ func sampleLatent(b Batch, f Conditional, n *Noise, s float64, mu, logv *G.Node)
 //
 //	Σ_d −½ log 2πV − ((μ−x̃)² + e^ℓ)/(2V) − [(μ² + e^ℓ)/(2s) − ½ − ½ℓ + ½ log s].
 //
-// q = e^ℓ and log V come in as nodes (q is shared with the sample; log V of
-// a learned noise is its raw parameter), so the fused op (graph.RowReduce)
-// evaluates no exponential or logarithm per element; a learned V and log V
-// are D-vectors shared by every row. As seventeen stock
-// nodes the terms cost NIMGP and NIMGP_NN 18 ms of an MNIST step; fused
-// with the exponentials inside, 15 ms, two thirds of it in math.Exp.
-func gaussianInputTerms(xt, mu, logv, q, noise, logNoise *G.Node, s float64) (*G.Node, error) {
+// q = e^ℓ, W = 1/V and log V come in as nodes (q is shared with the sample;
+// log V of a learned noise is its raw parameter and W = e^(−log V) a
+// D-vector), so the fused op (graph.RowReduce) evaluates no exponential,
+// logarithm or division per element; a learned W and log V are D-vectors
+// shared by every row. As seventeen stock nodes the terms cost NIMGP and
+// NIMGP_NN 18 ms of an MNIST step; fused with the exponentials inside,
+// 15 ms, two thirds of it in math.Exp; with V's divisions (seven an
+// element over the value and three partials) 1.25 ms of a 27 ms step.
+func gaussianInputTerms(xt, mu, logv, q, precision, logNoise *G.Node, s float64) (*G.Node, error) {
 	e := &graph.Chain{}
-	neg := e.Do(graph.RowReduce(inputTermsFunc(s), xt, mu, logv, q, noise, logNoise))
+	neg := e.Do(graph.RowReduce(inputTermsFunc(s), xt, mu, logv, q, precision, logNoise))
 	return e.Do(G.Neg(neg)), e.Err
 }
 
 // inputTermsFunc is minus the summand of gaussianInputTerms as a function
-// of (x̃, μ, ℓ, q = e^ℓ, V, log V); q and log V are separate arguments, and
-// the chain rule through them is the graph's.
+// of (x̃, μ, ℓ, q = e^ℓ, W = 1/V, log V); q, W and log V are separate
+// arguments, and the chain rule through them is the graph's.
 func inputTermsFunc(s float64) *graph.ElemFunc {
 	halfLog2Pi, c := 0.5*math.Log(2*math.Pi), 0.5*math.Log(s)-0.5
+	invS, halfInvS := 1/s, 0.5/s
 	return &graph.ElemFunc{
 		Name:   fmt.Sprintf("gaussianInputTerms(s=%g)", s),
-		Cost:   4, // divisions
 		Linear: map[int]float64{2: -0.5, 5: 0.5},
 		F: func(x []float64) float64 {
-			xt, mu, lv, q, v, logv := x[0], x[1], x[2], x[3], x[4], x[5]
+			xt, mu, lv, q, w, logv := x[0], x[1], x[2], x[3], x[4], x[5]
 			r := mu - xt
-			return (r*r+q)/(2*v) + 0.5*logv + halfLog2Pi + (mu*mu+q)/(2*s) - 0.5*lv + c
+			return 0.5*(r*r+q)*w + 0.5*logv + halfLog2Pi + (mu*mu+q)*halfInvS - 0.5*lv + c
 		},
 		DF: func(x, d []float64) {
-			xt, mu, q, v := x[0], x[1], x[3], x[4]
-			r, iv := mu-xt, 1/v
-			d[0] = -r * iv
-			d[1] = r*iv + mu/s
+			xt, mu, q, w := x[0], x[1], x[3], x[4]
+			r := mu - xt
+			d[0] = -r * w
+			d[1] = r*w + mu*invS
 			d[2] = -0.5
-			d[3] = 0.5*iv + 1/(2*s)
-			d[4] = -(r*r + q) * iv * iv / 2
+			d[3] = 0.5*w + halfInvS
+			d[4] = 0.5 * (r*r + q)
 			d[5] = 0.5
 		},
 		FB: func(a [][]float64, out []float64) {
-			xt, mu, lv, q, v, logv := a[0][:len(out)], a[1][:len(out)], a[2][:len(out)], a[3][:len(out)], a[4][:len(out)], a[5][:len(out)]
+			xt, mu, lv, q, w, logv := a[0][:len(out)], a[1][:len(out)], a[2][:len(out)], a[3][:len(out)], a[4][:len(out)], a[5][:len(out)]
 			for e := range out {
 				r := mu[e] - xt[e]
-				out[e] = (r*r+q[e])/(2*v[e]) + 0.5*logv[e] + halfLog2Pi + (mu[e]*mu[e]+q[e])/(2*s) - 0.5*lv[e] + c
+				out[e] = 0.5*(r*r+q[e])*w[e] + 0.5*logv[e] + halfLog2Pi + (mu[e]*mu[e]+q[e])*halfInvS - 0.5*lv[e] + c
 			}
 		},
 		DFB: func(a [][]float64, k int, out []float64) {
-			xt, mu, q, v := a[0][:len(out)], a[1][:len(out)], a[3][:len(out)], a[4][:len(out)]
+			xt, mu, q, w := a[0][:len(out)], a[1][:len(out)], a[3][:len(out)], a[4][:len(out)]
 			switch k {
 			case 0:
 				for e := range out {
-					out[e] = (xt[e] - mu[e]) / v[e]
+					out[e] = (xt[e] - mu[e]) * w[e]
 				}
 			case 1:
 				for e := range out {
-					out[e] = (mu[e]-xt[e])/v[e] + mu[e]/s
+					out[e] = (mu[e]-xt[e])*w[e] + mu[e]*invS
 				}
 			case 2:
 				for e := range out {
@@ -196,12 +198,12 @@ func inputTermsFunc(s float64) *graph.ElemFunc {
 				}
 			case 3:
 				for e := range out {
-					out[e] = 0.5/v[e] + 1/(2*s)
+					out[e] = 0.5*w[e] + halfInvS
 				}
 			case 4:
 				for e := range out {
 					r := mu[e] - xt[e]
-					out[e] = -(r*r + q[e]) / (2 * v[e] * v[e])
+					out[e] = 0.5 * (r*r + q[e])
 				}
 			case 5:
 				for e := range out {
@@ -210,12 +212,12 @@ func inputTermsFunc(s float64) *graph.ElemFunc {
 			}
 		},
 		Stock: func(in G.Nodes) (*G.Node, error) {
-			xt, mu, logv, q, noise, logNoise := in[0], in[1], in[2], in[3], in[4], in[5]
+			xt, mu, logv, q, w, logNoise := in[0], in[1], in[2], in[3], in[4], in[5]
 			e := &graph.Chain{}
 			r := e.Do(G.Square(e.Do(G.Sub(mu, xt))))
-			lik := e.Do(G.HadamardDiv(e.Do(G.Add(r, q)), e.Do(G.HadamardProd(noise, G.NewConstant(2.0)))))
+			lik := e.Do(G.HadamardProd(e.Do(G.HadamardProd(e.Do(G.Add(r, q)), w)), G.NewConstant(0.5)))
 			lik = e.Do(G.Add(lik, e.Do(G.HadamardProd(logNoise, G.NewConstant(0.5)))))
-			kl := e.Do(G.HadamardProd(e.Do(G.Add(e.Do(G.Square(mu)), q)), G.NewConstant(1/(2*s))))
+			kl := e.Do(G.HadamardProd(e.Do(G.Add(e.Do(G.Square(mu)), q)), G.NewConstant(halfInvS)))
 			kl = e.Do(G.Sub(kl, e.Do(G.HadamardProd(logv, G.NewConstant(0.5)))))
 			kl = e.Do(G.Add(kl, G.NewConstant(c+halfLog2Pi)))
 			return e.Do(G.Add(lik, kl)), e.Err

@@ -149,3 +149,35 @@ func (n *Noise) args(b Batch, withLog bool) (v, logV *G.Node, err error) {
 	logV, err = b.Scope().Raw(n.logVar)
 	return v, logV, err
 }
+
+// precisionArgs returns 1/V and log V for the batch, the form the Gaussian
+// input terms take them in so that no element needs a division: the given
+// variances' reciprocals and logarithms as B×D inputs, filled with the
+// batch, or from the learned raw parameter ℓ_V the D-vectors e^(−ℓ_V) and
+// ℓ_V itself.
+func (n *Noise) precisionArgs(b Batch) (w, logV *G.Node, err error) {
+	if n.logVar == nil {
+		w = b.Rows("noise precision", n.d, func(ds *datasets.Dataset, i int, dst []float64) {
+			n.fill(ds, i, dst)
+			for k, v := range dst {
+				dst[k] = 1 / v
+			}
+		})
+		logV = b.Rows("noise log", n.d, func(ds *datasets.Dataset, i int, dst []float64) {
+			n.fill(ds, i, dst)
+			for k, v := range dst {
+				dst[k] = math.Log(v)
+			}
+		})
+		return w, logV, nil
+	}
+	if logV, err = b.Scope().Raw(n.logVar); err != nil {
+		return nil, nil, err
+	}
+	neg, err := G.Neg(logV)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err = G.Exp(neg)
+	return w, logV, err
+}
