@@ -152,3 +152,13 @@ func mulAddKernel512(dst, a, b *float64, groups int)
 
 //go:noescape
 func addKernel512(dst, a *float64, groups int)
+
+// gather8Kernel512 and gather6Kernel512 are gather8's and gather6's loops
+// eight columns at a time (an 8×8 transpose in registers), in
+// pack_amd64.s; used when avx512 is set.
+//
+//go:noescape
+func gather8Kernel512(dst *float64, rows *[8]*float64, w *float64, groups int)
+
+//go:noescape
+func gather6Kernel512(dst *float64, rows *[6]*float64, groups int)

@@ -24,3 +24,7 @@ func mulKernel512(dst, a, b *float64, groups int) {}
 func mulAddKernel512(dst, a, b *float64, groups int) {}
 
 func addKernel512(dst, a *float64, groups int) {}
+
+func gather8Kernel512(dst *float64, rows *[8]*float64, w *float64, groups int) {}
+
+func gather6Kernel512(dst *float64, rows *[6]*float64, groups int) {}

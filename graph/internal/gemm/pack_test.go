@@ -1,0 +1,93 @@
+package gemm
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// gather6 and gather8 (scaled or not) interleave their rows exactly as the
+// element-by-element definition, whatever the length's remainder by the
+// assembly's eight columns, and write nothing past 6n or 8n values.
+func TestGatherInterleaves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	for n := range 41 {
+		var rows [8][]float64
+		for r := range rows {
+			rows[r] = make([]float64, n+3) // longer than n: only n are read
+			for q := range rows[r] {
+				rows[r][q] = rng.NormFloat64()
+			}
+			rows[r] = rows[r][:n]
+		}
+		w := make([]float64, n)
+		for q := range w {
+			w[q] = rng.NormFloat64()
+		}
+		const guard = 1234.5
+		dst := make([]float64, 8*n+8)
+		for i := range dst {
+			dst[i] = guard
+		}
+		gather6(dst, rows[0], rows[1], rows[2], rows[3], rows[4], rows[5])
+		for q := range n {
+			for r := range 6 {
+				if got := dst[q*6+r]; got != rows[r][q] {
+					t.Fatalf("gather6, n = %d: dst[%d] = %v, want row %d element %d = %v", n, q*6+r, got, r, q, rows[r][q])
+				}
+			}
+		}
+		for i := 6 * n; i < len(dst); i++ {
+			if dst[i] != guard {
+				t.Fatalf("gather6, n = %d: wrote dst[%d] past 6n", n, i)
+			}
+		}
+		for _, scale := range [][]float64{nil, w} {
+			for i := range dst {
+				dst[i] = guard
+			}
+			gather8(dst, &rows, scale)
+			for q := range n {
+				for r := range 8 {
+					want := rows[r][q]
+					if scale != nil {
+						want *= scale[q]
+					}
+					if got := dst[q*8+r]; got != want {
+						t.Fatalf("gather8 (scaled %v), n = %d: dst[%d] = %v, want %v", scale != nil, n, q*8+r, got, want)
+					}
+				}
+			}
+			for i := 8 * n; i < len(dst); i++ {
+				if dst[i] != guard {
+					t.Fatalf("gather8, n = %d: wrote dst[%d] past 8n", n, i)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkGather times packing a 784-long sliver of six and of eight rows
+// (an MNIST product's operands).
+func BenchmarkGather(b *testing.B) {
+	const n = 784
+	var rows [8][]float64
+	for r := range rows {
+		rows[r] = make([]float64, n)
+	}
+	dst := make([]float64, 8*n)
+	b.Run("six", func(b *testing.B) {
+		for b.Loop() {
+			gather6(dst, rows[0], rows[1], rows[2], rows[3], rows[4], rows[5])
+		}
+	})
+	b.Run("eight", func(b *testing.B) {
+		for b.Loop() {
+			gather8(dst, &rows, nil)
+		}
+	})
+	b.Run("eight-scaled", func(b *testing.B) {
+		for b.Loop() {
+			gather8(dst, &rows, rows[0])
+		}
+	})
+}
