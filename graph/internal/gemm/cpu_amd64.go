@@ -162,3 +162,9 @@ func gather8Kernel512(dst *float64, rows *[8]*float64, w *float64, groups int)
 
 //go:noescape
 func gather6Kernel512(dst *float64, rows *[6]*float64, groups int)
+
+// strided6Kernel512 copies n groups of six doubles, the g-th from
+// src[g·stride:], to dst[6g:], in pack_amd64.s; used when avx512 is set.
+//
+//go:noescape
+func strided6Kernel512(dst, src *float64, stride, n int)

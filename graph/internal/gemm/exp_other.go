@@ -28,3 +28,5 @@ func addKernel512(dst, a *float64, groups int) {}
 func gather8Kernel512(dst *float64, rows *[8]*float64, w *float64, groups int) {}
 
 func gather6Kernel512(dst *float64, rows *[6]*float64, groups int) {}
+
+func strided6Kernel512(dst, src *float64, stride, n int) {}

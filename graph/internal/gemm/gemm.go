@@ -551,6 +551,22 @@ func packA(t *Term, dst []float64, i0, mc, p0, kc int) {
 		clear(dst[(mc-rem)*kc : (mc-rem+mr)*kc])
 	}
 	if t.TA { // op(A) row i is column i of A
+		if avx512 {
+			// A sliver at a time: its kc groups of six are consecutive in
+			// dst, which the assembly writes in whole vectors.
+			full := mc - mc%mr
+			for s := 0; s < full; s += mr {
+				base := p0*t.LDA + i0 + s
+				_ = t.A[base+(kc-1)*t.LDA+mr-1] // the bounds the assembly does not check
+				_ = dst[(s+mr)*kc-1]
+				strided6Kernel512(&dst[s*kc], &t.A[base], t.LDA, kc)
+			}
+			for q := 0; q < kc && full < mc; q++ {
+				src := t.A[(p0+q)*t.LDA+i0+full : (p0+q)*t.LDA+i0+mc]
+				copy(dst[full*kc+q*mr:], src)
+			}
+			return
+		}
 		for q := 0; q < kc; q++ {
 			src := t.A[(p0+q)*t.LDA+i0 : (p0+q)*t.LDA+i0+mc]
 			for s := 0; s < mc; s += mr {

@@ -140,3 +140,39 @@ g6loop:
 g6done:
 	VZEROUPPER
 	RET
+
+// func strided6Kernel512(dst, src *float64, stride, n int)
+//
+// For g < n, dst[g·6+r] = src[g·stride+r], r < 6: six-value groups of
+// strided rows, as packA's slivers of a transposed A take them. The loads
+// are masked to six lanes (a group may end a slice); each store is whole,
+// its last two lanes overwritten by the next group's, but for the last,
+// masked to six so that nothing is written past 6n.
+TEXT ·strided6Kernel512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHLQ $3, DX
+	MOVQ $0x3f, AX
+	KMOVW AX, K1
+	TESTQ CX, CX
+	JE    s6done
+	DECQ  CX
+	JE    s6last
+
+s6loop:
+	VMOVUPD.Z (SI), K1, Z0
+	VMOVUPD   Z0, (DI)
+	ADDQ      DX, SI
+	ADDQ      $48, DI
+	DECQ      CX
+	JNE       s6loop
+
+s6last:
+	VMOVUPD.Z (SI), K1, Z0
+	VMOVUPD   Z0, K1, (DI)
+
+s6done:
+	VZEROUPPER
+	RET

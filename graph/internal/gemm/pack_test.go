@@ -91,3 +91,60 @@ func BenchmarkGather(b *testing.B) {
 		}
 	})
 }
+
+// strided6Kernel512 copies n groups of six from strided rows, the last
+// group ending the source slice, and writes nothing past 6n values.
+func TestStrided6(t *testing.T) {
+	if !avx512 {
+		t.Skip("no AVX-512")
+	}
+	for _, stride := range []int{6, 7, 13} {
+		for n := range 12 {
+			src := make([]float64, max(0, (n-1)*stride+6))
+			for i := range src {
+				src[i] = float64(i) + 0.25
+			}
+			dst := make([]float64, 6*n+8)
+			for i := range dst {
+				dst[i] = -1
+			}
+			if n > 0 {
+				strided6Kernel512(&dst[0], &src[0], stride, n)
+			}
+			for g := range n {
+				for r := range 6 {
+					if got, want := dst[g*6+r], src[g*stride+r]; got != want {
+						t.Fatalf("stride %d, n %d: dst[%d] = %v, want %v", stride, n, g*6+r, got, want)
+					}
+				}
+			}
+			for i := 6 * n; i < len(dst); i++ {
+				if dst[i] != -1 {
+					t.Fatalf("stride %d, n %d: wrote dst[%d] past 6n", stride, n, i)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkPackATransposed packs a 256×192 block of a transposed A into
+// six-row slivers, with the assembly and with the Go loop.
+func BenchmarkPackATransposed(b *testing.B) {
+	const kc, mc = 256, 192
+	a := make([]float64, kc*mc)
+	dst := make([]float64, (mc+mr)*kc)
+	term := &Term{A: a, LDA: mc, TA: true}
+	keep := avx512
+	defer func() { avx512 = keep }()
+	for _, on := range []bool{true, false} {
+		if on && !keep {
+			continue
+		}
+		b.Run(map[bool]string{true: "avx512", false: "go"}[on], func(b *testing.B) {
+			avx512 = on
+			for b.Loop() {
+				packA(term, dst, 0, mc, 0, kc)
+			}
+		})
+	}
+}
