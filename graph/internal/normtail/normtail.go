@@ -1,6 +1,8 @@
 // Package normtail computes, in 320-bit arithmetic, the Gaussian upper
-// tail Q(t) = 1 − Φ(t) and the table of local polynomials from which the
-// graph package evaluates Φ in double precision without an exponential.
+// tail Q(t) = 1 − Φ(t) and the tables of local polynomials from which the
+// graph package evaluates Φ in double precision without an exponential,
+// log Φ without a logarithm, and the remainder v(t) of the Mills ratio's
+// continued fraction without the fraction's chain of divisions.
 //
 // Why a table: Φ through math.Erfc costs two exponentials and a rational
 // function per value, and Φ is most of a robust-max prediction (twenty
