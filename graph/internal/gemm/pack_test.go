@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -147,4 +148,33 @@ func BenchmarkPackATransposed(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPackB packs a 256×1000 block of B (not transposed) into
+// eight-column slivers, a row of B at a time (each row's groups to every
+// sliver) and a sliver at a time (each sliver's groups from every row).
+func BenchmarkPackB(b *testing.B) {
+	for _, sh := range [][2]int{{256, 1000}, {256, 104}, {64, 32}} {
+		b.Run(fmt.Sprintf("%dx%d", sh[0], sh[1]), func(b *testing.B) { benchPackB(b, sh[0], sh[1]) })
+	}
+}
+
+func benchPackB(b *testing.B, kc, nc int) {
+	src := make([]float64, kc*nc)
+	dst := make([]float64, (nc+nr)*kc)
+	full := nc - nc%nr
+	b.Run("by-row", func(b *testing.B) {
+		for b.Loop() {
+			for q := 0; q < kc; q++ {
+				groups8(dst[q*nr:], nr*kc, src[q*nc:], nr, full/nr)
+			}
+		}
+	})
+	b.Run("by-sliver", func(b *testing.B) {
+		for b.Loop() {
+			for s := 0; s < full; s += nr {
+				groups8(dst[s*kc:], nr, src[s:], nc, kc)
+			}
+		}
+	})
 }
