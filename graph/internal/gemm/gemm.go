@@ -711,10 +711,17 @@ func packB(t *Term, dst []float64, j0, nc, p0, kc int) {
 func packBScaled(t *Term, dst []float64, j0, nc, p0, kc int) {
 	s := t.ScaleK[p0 : p0+kc]
 	if !t.TB {
-		for q, w := range s {
-			src := t.B[(p0+q)*t.LDB+j0 : (p0+q)*t.LDB+j0+nc]
-			for c, v := range src {
-				dst[(c-c%nr)*kc+q*nr+c%nr] = v * w
+		// A sliver at a time, as packB (the row-at-a-time stores fell in
+		// the same cache sets).
+		for c0 := 0; c0 < nc; c0 += nr {
+			width := min(nr, nc-c0)
+			sl := dst[c0*kc : c0*kc+kc*nr]
+			for q, w := range s {
+				src := t.B[(p0+q)*t.LDB+j0+c0 : (p0+q)*t.LDB+j0+c0+width]
+				d := sl[q*nr : q*nr+width]
+				for c, v := range src {
+					d[c] = v * w
+				}
 			}
 		}
 		return
