@@ -466,7 +466,7 @@ func TestAverageRow(t *testing.T) {
 	add("z", "A", 100)
 	add("x", "B", 1)
 	row := rp.averageRow(tb, "s", []string{"A", "B"}, true)
-	for _, want := range []string{"**average**", "3±0.5 [3]", "· 2.5 {2 sets}", "1±0 [1]", "· 0.5 {1 set}"} {
+	for _, want := range []string{"**average**", "3±0.5 [3]", "· 2.5 {2 sets}", "| 1 [1]", "· 0.5 {1 set}"} {
 		if !strings.Contains(row, want) {
 			t.Errorf("row %q lacks %q", row, want)
 		}
@@ -558,5 +558,22 @@ func TestSqLengthscaleSetting(t *testing.T) {
 		if _, err := ParseSpec("mini.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "sq_lengthscale") {
 			t.Errorf("error %v, want one naming sq_lengthscale", err)
 		}
+	}
+}
+
+// A cell of one run with no bootstrap shows no spread (not ±0) and puts no
+// standard error in report.json; a bootstrapped one keeps its spread.
+func TestSingleRunCellHasNoSpread(t *testing.T) {
+	rp := &reporter{s: &Spec{}, by: map[string][]Result{}}
+	text, _ := rp.judgedCell(Table{ID: "T"}, "d", "s", "M", "nll", stat{n: 1, mean: 0.5}, "", false)
+	if text != "0.5 [1] · —" {
+		t.Errorf("one run without a bootstrap: %q, want %q", text, "0.5 [1] · —")
+	}
+	if c := rp.cells[len(rp.cells)-1]; c.Stderr != nil {
+		t.Errorf("report.json cell of one run has standard error %v", *c.Stderr)
+	}
+	text, _ = rp.judgedCell(Table{ID: "T"}, "d", "s", "M", "nll", stat{n: 1, mean: 0.5, se: 0.01, boot: true}, "", false)
+	if text != "0.5±0.01 [1] · —" {
+		t.Errorf("one bootstrapped run: %q, want %q", text, "0.5±0.01 [1] · —")
 	}
 }

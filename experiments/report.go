@@ -270,8 +270,13 @@ func (rp *reporter) judgedCell(tb Table, dataset, setting, method, metric string
 	hasOurs := st.n > 0 && !math.IsNaN(st.mean)
 	if hasOurs {
 		m, e := st.mean, st.se
-		c.Mean, c.Stderr = &m, &e
-		ours = fmt.Sprintf("%s±%s [%d]", fmtNum(m), fmtNum(e), st.n)
+		c.Mean = &m
+		if st.n >= 2 || st.boot {
+			c.Stderr = &e
+			ours = fmt.Sprintf("%s±%s [%d]", fmtNum(m), fmtNum(e), st.n)
+		} else { // one run and no bootstrap: no spread to show, not a zero one
+			ours = fmt.Sprintf("%s [%d]", fmtNum(m), st.n)
+		}
 		j.ours, j.uOurs = m, rp.ourUncertainty(st)
 		if tb.LargeAbove > 0 && m > tb.LargeAbove {
 			c.Large, j.oursLarge = true, true
