@@ -605,10 +605,8 @@ func (f *fastSum) do(args []G.Value) (G.Value, bool) {
 		split := f.n / f.in[0]
 		copy(out, x[:split])
 		for r := 1; r < f.in[0]; r++ {
-			row := x[r*split : (r+1)*split]
-			for j, v := range row {
-				out[j] += v
-			}
+			// Eight lanes at a time, each rounding as out[j] += v does.
+			gemm.Add(out, x[r*split:(r+1)*split])
 		}
 	default: // the middle axis of three
 		mid, inner := f.in[1], f.in[2]
@@ -617,9 +615,7 @@ func (f *fastSum) do(args []G.Value) (G.Value, bool) {
 			o := out[i*inner : (i+1)*inner]
 			copy(o, blk[:inner])
 			for k := 1; k < mid; k++ {
-				for j, v := range blk[k*inner : (k+1)*inner] {
-					o[j] += v
-				}
+				gemm.Add(o, blk[k*inner:(k+1)*inner])
 			}
 		}
 	}
