@@ -43,6 +43,7 @@ func TestGPCAdditivePresets(t *testing.T) {
 // and second order; and the Appendix D composition (shared Z, the RBF and
 // Matérn+RBF kernel factories, fixed δ).
 func TestGPCAdditiveGradients(t *testing.T) {
+	skipFiniteDifferencesUnderRace(t)
 	type tc struct {
 		name string
 		o    Options

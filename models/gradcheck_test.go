@@ -17,6 +17,7 @@ import (
 // input noise, against finite differences: all parameter groups, first order
 // (which for NIMGP_FO differentiates through ∂μ/∂x) and second order.
 func TestELBOGradients(t *testing.T) {
+	skipFiniteDifferencesUnderRace(t)
 	for _, k := range PresetNames() {
 		for _, learn := range []bool{false, true} {
 			if m, _ := New(Options{Model: k}); learn && m.InputNoise() == nil {
@@ -51,6 +52,7 @@ func TestELBOGradients(t *testing.T) {
 // inducing point, which k-means initialisation makes happen, so NIMGP_FO's
 // second order has no finite value there to check against.)
 func TestELBOGradientsCompositions(t *testing.T) {
+	skipFiniteDifferencesUnderRace(t)
 	full := Options{Model: "svgp", Posterior: PosteriorOptions{Family: "full"}}
 	sampled := Options{Inputs: InputOptions{Model: "sampled"}}
 	foLogit := Options{Likelihood: LikelihoodOptions{Name: "logit"}, Inputs: InputOptions{Model: "first-order"}}
@@ -77,6 +79,7 @@ func TestELBOGradientsCompositions(t *testing.T) {
 // enough (D = 12 against M = 4) that Δ takes its closed form
 // (variational.Built.InflatedClassMarginals), as on MNIST.
 func TestELBOGradientsClosedFormDelta(t *testing.T) {
+	skipFiniteDifferencesUnderRace(t)
 	o := withNoise(Options{Model: "nimgp-fo", Kernel: KernelOptions{Name: "poly"}}, 0, true)
 	for order := 1; order <= 2; order++ {
 		rep, err := checkGradients(o, order, 2, 12)

@@ -16,6 +16,7 @@ import (
 // stream: the ELBO's gradient against finite differences at orders 1 and
 // 2, the draws held fixed as within one step.
 func TestSoftmaxCompositionGradients(t *testing.T) {
+	skipFiniteDifferencesUnderRace(t)
 	cases := map[string]Options{
 		"observed": {Likelihood: LikelihoodOptions{Name: "softmax", Samples: 5}},
 		"latent":   withNoise(Options{Likelihood: LikelihoodOptions{Name: "softmax", Samples: 5}, Inputs: InputOptions{Model: "latent"}}, 0, true),
