@@ -829,3 +829,49 @@ func TestDsyrkMatchesGonum(t *testing.T) {
 		}
 	}
 }
+
+// Products with a dimension of one (an outer product, a matrix times a
+// vector, a vector times a matrix) go through Dger and Dgemv: they match
+// gonum's Dgemm for every transposition and beta, and beta = 0 overwrites
+// C even where it held NaN.
+func TestDegenerateShapesMatchGonum(t *testing.T) {
+	r := rand.New(rand.NewPCG(91, 92))
+	for _, s := range [][3]int{{7, 5, 1}, {1, 9, 4}, {6, 1, 3}, {1, 1, 5}, {9, 12, 1}} {
+		m, n, k := s[0], s[1], s[2]
+		for _, ta := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+			for _, tb := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+				for _, beta := range []float64{0, 1, -0.75} {
+					lda, ldb := k, n
+					if ta == blas.Trans {
+						lda = m
+					}
+					if tb == blas.Trans {
+						ldb = k
+					}
+					a, b := make([]float64, m*k), make([]float64, k*n)
+					for i := range a {
+						a[i] = r.NormFloat64()
+					}
+					for i := range b {
+						b[i] = r.NormFloat64()
+					}
+					want, got := make([]float64, m*n), make([]float64, m*n)
+					for i := range want {
+						want[i] = r.NormFloat64()
+						if beta == 0 && i%3 == 0 {
+							want[i] = math.NaN()
+						}
+						got[i] = want[i]
+					}
+					gonum.Implementation{}.Dgemm(ta, tb, m, n, k, 1.5, a, lda, b, ldb, beta, want, n)
+					Implementation{}.Dgemm(ta, tb, m, n, k, 1.5, a, lda, b, ldb, beta, got, n)
+					for i := range want {
+						if math.Abs(got[i]-want[i]) > 1e-14*(1+math.Abs(want[i])) || math.IsNaN(got[i]) {
+							t.Fatalf("(m,n,k) = (%d,%d,%d) tA=%v tB=%v beta=%v: C[%d] = %v, gonum %v", m, n, k, ta, tb, beta, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
