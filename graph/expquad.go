@@ -7,6 +7,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/graph/internal/gemm"
 )
 
 // ExpQuad returns the n×m matrix K_ij = v·exp(−½(xx_i + zz_j − 2c_ij)):
@@ -93,15 +95,13 @@ func (op expQuadOp) Do(vs ...G.Value) (G.Value, error) {
 func expQuadRows(in [4][]float64, out []float64, m, lo, hi int) {
 	c, xx, zz, v := in[0], in[1], in[2], in[3][0]
 	for i := lo; i < hi; i++ {
-		row, ci := out[i*m:(i+1)*m], c[i*m:(i+1)*m]
-		xi := xx[i]
-		for j, cij := range ci[:len(row)] {
-			row[j] = ((xi + zz[j]) - cij*2) * -0.5
-		}
+		// The exponent's and the variance's loops eight lanes at a time,
+		// each lane rounding as the element-by-element loops did (those
+		// were as long as the exponentials themselves).
+		row := out[i*m : (i+1)*m]
+		gemm.QuadArg(row, zz, c[i*m:(i+1)*m], xx[i])
 		expSlice(row, row)
-		for j := range row {
-			row[j] *= v
-		}
+		gemm.Scale(row, v)
 	}
 }
 

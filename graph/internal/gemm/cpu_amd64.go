@@ -168,3 +168,12 @@ func gather6Kernel512(dst *float64, rows *[6]*float64, groups int)
 //
 //go:noescape
 func strided6Kernel512(dst, src *float64, stride, n int)
+
+// scaleKernel512 and quadArgKernel512 are Scale's and QuadArg's loops, in
+// vec_amd64.s; used when avx512 is set.
+//
+//go:noescape
+func scaleKernel512(dst *float64, v float64, groups int)
+
+//go:noescape
+func quadArgKernel512(dst, zz, c *float64, xi float64, groups int)

@@ -30,3 +30,7 @@ func gather8Kernel512(dst *float64, rows *[8]*float64, w *float64, groups int) {
 func gather6Kernel512(dst *float64, rows *[6]*float64, groups int) {}
 
 func strided6Kernel512(dst, src *float64, stride, n int) {}
+
+func scaleKernel512(dst *float64, v float64, groups int) {}
+
+func quadArgKernel512(dst, zz, c *float64, xi float64, groups int) {}

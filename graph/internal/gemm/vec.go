@@ -48,3 +48,32 @@ func Add(dst, a []float64) {
 		dst[i] += a[i]
 	}
 }
+
+// Scale multiplies dst_i by v.
+func Scale(dst []float64, v float64) {
+	n := len(dst)
+	done := 0
+	if avx512 && n >= 8 {
+		done = n / 8 * 8
+		scaleKernel512(&dst[0], v, n/8)
+	}
+	for i := done; i < n; i++ {
+		dst[i] *= v
+	}
+}
+
+// QuadArg sets dst_j = ((xi + zz_j) − 2c_j)·(−½), the exponent of a squared
+// exponential kernel's entry from the squared norms and the cross product;
+// zz and c must be at least as long as dst.
+func QuadArg(dst, zz, c []float64, xi float64) {
+	n := len(dst)
+	zz, c = zz[:n], c[:n]
+	done := 0
+	if avx512 && n >= 8 {
+		done = n / 8 * 8
+		quadArgKernel512(&dst[0], &zz[0], &c[0], xi, n/8)
+	}
+	for j := done; j < n; j++ {
+		dst[j] = ((xi + zz[j]) - c[j]*2) * -0.5
+	}
+}

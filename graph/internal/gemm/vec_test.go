@@ -33,6 +33,35 @@ func TestVecLoops(t *testing.T) {
 	}
 }
 
+// Scale and QuadArg equal their Go loops bit for bit at every length
+// around the eight-lane groups, including where 2c overflows and at NaN.
+func TestScaleQuadArg(t *testing.T) {
+	rng := rand.New(rand.NewPCG(93, 94))
+	for n := 0; n <= 35; n++ {
+		zz, c := make([]float64, n+3), make([]float64, n+3)
+		for i := range zz {
+			zz[i], c[i] = math.Abs(rng.NormFloat64())*10, rng.NormFloat64()*5
+		}
+		if n > 3 {
+			c[1], c[2], zz[3] = math.MaxFloat64, math.NaN(), math.Inf(1)
+		}
+		xi, v := math.Abs(rng.NormFloat64())*7, rng.NormFloat64()
+		q := make([]float64, n)
+		QuadArg(q, zz, c, xi)
+		s := append([]float64(nil), zz[:n]...)
+		Scale(s, v)
+		for j := range n {
+			want := ((xi + zz[j]) - c[j]*2) * -0.5
+			if math.Float64bits(q[j]) != math.Float64bits(want) && !(math.IsNaN(q[j]) && math.IsNaN(want)) {
+				t.Fatalf("n %d, element %d: QuadArg %v, loop %v", n, j, q[j], want)
+			}
+			if math.Float64bits(s[j]) != math.Float64bits(zz[j]*v) {
+				t.Fatalf("n %d, element %d: Scale %v, loop %v", n, j, s[j], zz[j]*v)
+			}
+		}
+	}
+}
+
 func BenchmarkMulAdd(b *testing.B) {
 	x, y, d := make([]float64, 784), make([]float64, 784), make([]float64, 784)
 	for i := range x {
