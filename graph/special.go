@@ -240,7 +240,8 @@ func normPDFFrom(x, hi, e float64) float64 {
 // normtail, 70 intervals of width ½), within 2 ulp of v computed in 320-bit
 // arithmetic (TestMillsTableAccuracy). The fraction's terms are a chain of
 // dependent divisions, 21–32 of them up to t = 10, each waiting on the last:
-// ~80 ns a value where the polynomial takes a few, and the deep tail is
+// ~50 ns a value where the polynomial takes under 10 (BenchmarkMillsTail),
+// and the deep tail is
 // where robust-max's wrong classes and a confident class's log Φ(x) at
 // large x (through Q = φ/(x + v)) sit. From 40 on, the fraction needs 11
 // terms.
@@ -363,9 +364,10 @@ const millsEnd = normtail.MillsStart + float64(normtail.MillsIntervals)/normtail
 // log(t + v) never forms Φ, which underflows below x ≈ −38. Between the
 // tail cut and the end of the Q table it is a table of its own local
 // polynomials (log Q(−x) below 0, log(1 − Q(x)) above, package normtail),
-// within 2 ulp as math.Log and math.Log1p of the Q table were, in a third of
-// their time; the upper side keeps the tiny values that log(1 − Q) would
-// round to 0. Beyond the table, −φ/(x + v) (logNormCDFFar).
+// within 2 ulp as math.Log and math.Log1p of the Q table were, in under half
+// their time (BenchmarkLogNormCDFTable); the upper side keeps the tiny
+// values that log(1 − Q) would round to 0. Beyond the table, −φ/(x + v)
+// (logNormCDFFar).
 func logNormCDF(x float64) float64 {
 	switch {
 	case x <= tailCut:

@@ -657,3 +657,33 @@ func BenchmarkNormPDF(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLogNormCDFTable times log Φ between the tail cut and the Q
+// table's end by its own tables and by the logarithm of the Q table they
+// replaced.
+func BenchmarkLogNormCDFTable(b *testing.B) {
+	xs := make([]float64, 40)
+	for i := range xs {
+		xs[i] = -4.9 + 0.32*float64(i)
+	}
+	sum := 0.0
+	b.Run("table", func(b *testing.B) {
+		for b.Loop() {
+			for _, x := range xs {
+				sum += logNormCDF(x)
+			}
+		}
+	})
+	b.Run("log-of-Q", func(b *testing.B) {
+		for b.Loop() {
+			for _, x := range xs {
+				if x > 0 {
+					sum += math.Log1p(-upperTail(x))
+				} else {
+					sum += math.Log(upperTail(-x))
+				}
+			}
+		}
+	})
+	_ = sum
+}
