@@ -304,6 +304,47 @@ func (s *store) read(name string) error {
 	return nil
 }
 
+// finishedElsewhere returns the result for key that another runner stored
+// in its own results file in the store's directory after this store was
+// read, taking it into the store. A runner of another sharding fits a run
+// only under the run's lock, but once it has stored the result and let go
+// of the lock, this runner, whose list of runs to do was made before, would
+// fit the run again; it calls this after taking the lock.
+func (s *store) finishedElsewhere(key string) (Result, bool) {
+	enc, err := json.Marshal(key)
+	if err != nil {
+		return Result{}, false
+	}
+	prefix := append([]byte(`{"key":`), enc...)
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(s.path), "results*.jsonl"))
+	for _, name := range files {
+		if name == s.path {
+			continue // this runner's own appends are in the store already
+		}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		for line := range bytes.Lines(data) {
+			if !bytes.HasPrefix(line, prefix) {
+				continue
+			}
+			var r Result
+			if json.Unmarshal(line, &r) != nil || r.Key != key {
+				continue
+			}
+			s.mu.Lock()
+			if _, dup := s.done[key]; !dup {
+				s.order = append(s.order, key)
+				s.done[key] = r
+			}
+			s.mu.Unlock()
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
 // warnings describes the unreadable lines, at most five of them.
 func (s *store) warnings() []string {
 	var out []string
@@ -439,8 +480,9 @@ type RunConfig struct {
 // Summary counts what Execute did.
 type Summary struct {
 	Total, Skipped, Done, Failed int
-	// Busy counts the runs left to another runner that was fitting them
-	// (a shard and an unsharded runner sharing the directory, say).
+	// Busy counts the runs left to another runner that was fitting them or
+	// had finished them since this runner started (a shard and an unsharded
+	// runner sharing the directory, say).
 	Busy int
 }
 
@@ -549,6 +591,15 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 						mu.Lock()
 						sum.Busy++
 						logf("left %s to another runner, which is fitting it", r.Key)
+						mu.Unlock()
+						continue
+					}
+					if _, ok := st.finishedElsewhere(r.Key); ok && err == nil {
+						unlockRun()
+						end()
+						mu.Lock()
+						sum.Busy++
+						logf("%s was finished by another runner", r.Key)
 						mu.Unlock()
 						continue
 					}

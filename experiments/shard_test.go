@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -265,6 +266,61 @@ func TestRunLockLeavesARunToItsRunner(t *testing.T) {
 		t.Fatalf("the shard did not fit the rest of its share: %+v", sum)
 	}
 	finish()
+	if locks, _ := filepath.Glob(filepath.Join(dir, checkpointDir, "*.lock")); len(locks) != 0 {
+		t.Errorf("lock files left: %v", locks)
+	}
+}
+
+// A run that another runner (here a shard's file written while this runner
+// works) finished after this runner made its list of runs to do is not fit
+// again: the runner reads it when it takes the run's lock, logs it, and
+// its own results file does not get a second line for it.
+func TestRunFinishedElsewhereIsNotRefit(t *testing.T) {
+	s, err := ParseSpec("mini.yaml", []byte(miniSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	other := filepath.Join(dir, "results.shard-1-of-2.jsonl")
+	var mu sync.Mutex
+	fitted := map[string]bool{}
+	var once sync.Once
+	elsewhere := func(ctx context.Context, e *env, r Run) (*Result, error) {
+		mu.Lock()
+		fitted[r.Key] = true
+		mu.Unlock()
+		// While the first run is fitted, "another runner" stores every other
+		// run of the grid.
+		once.Do(func() {
+			f, err := os.Create(other)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer f.Close()
+			for _, o := range Expand(e.spec) {
+				if o.Key != r.Key {
+					fmt.Fprintf(f, "{\"key\":%q,\"error\":0.5,\"nll\":1}\n", o.Key)
+				}
+			}
+		})
+		return shardFake(ctx, e, r)
+	}
+	var log strings.Builder
+	sum, err := Execute(context.Background(), s, dir, RunConfig{Workers: 1, exec: elsewhere, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fitted) != 1 || sum.Done != 1 || !strings.Contains(log.String(), "was finished by another runner") {
+		t.Fatalf("fitted %d runs (%+v), want only the first\n%s", len(fitted), sum, log.String())
+	}
+	own, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(own, []byte("\n")); n != 1 {
+		t.Errorf("results.jsonl has %d lines, want the first run's only", n)
+	}
 	if locks, _ := filepath.Glob(filepath.Join(dir, checkpointDir, "*.lock")); len(locks) != 0 {
 		t.Errorf("lock files left: %v", locks)
 	}
