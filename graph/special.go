@@ -231,20 +231,21 @@ func normPDFFrom(x, hi, e float64) float64 {
 	return invSqrt2Pi * e * (1 + y*(1+y*0.5*(1+y*(1.0/3)*(1+y*0.25))))
 }
 
-// millsTail returns v = 1/(t + 2/(t + 3/(t + …))) for t ≥ −tailCut. Laplace's
-// continued fraction gives the Mills ratio (1 − Φ(t))/φ(t) = 1/(t + v), so at
-// x = −t the inverse Mills ratio is λ = t + v and x + λ = v, with no
-// cancellation.
+// millsTail returns v(t) = 1/R(t) − t for t ≥ 0, R(t) = (1 − Φ(t))/φ(t)
+// the Mills ratio: Laplace's continued fraction R = 1/(t + v), v = 1/(t +
+// 2/(t + 3/(t + …))). At x = −t the inverse Mills ratio is λ = t + v and
+// x + λ = v, with no cancellation.
 //
 // Below t = 40 v comes from a table of local polynomials (package
-// normtail, 70 intervals of width ½), within 2 ulp of v computed in 320-bit
-// arithmetic (TestMillsTableAccuracy). The fraction's terms are a chain of
-// dependent divisions, 21–32 of them up to t = 10, each waiting on the last:
-// ~50 ns a value where the polynomial takes under 10 (BenchmarkMillsTail),
-// and the deep tail is
-// where robust-max's wrong classes and a confident class's log Φ(x) at
-// large x (through Q = φ/(x + v)) sit. From 40 on, the fraction needs 11
-// terms.
+// normtail, 80 intervals of width ½ from 0), within 2 ulp of v computed in
+// 320-bit arithmetic (TestMillsTableAccuracy). The fraction's terms are a
+// chain of dependent divisions, 21–32 of them for 5 ≤ t ≤ 10, each waiting
+// on the last: ~50 ns a value where the polynomial takes under 10
+// (BenchmarkMillsTail), and the deep tail is where robust-max's wrong
+// classes and a confident class's log Φ(x) at large x (through
+// Q = φ/(x + v)) sit. Below 5, where the fraction converges slowly, λ and
+// x + λ came from φ(x)/Φ(x), an exponential and a division, with x + λ
+// cancelling to 1e-13. From 40 on, the fraction needs 11 terms.
 func millsTail(t float64) float64 {
 	if t < millsEnd {
 		// t − MillsStart is exact: MillsStart is an integer and t < 2⁵³.
@@ -392,25 +393,25 @@ func logNormCDFFar(x, pdf float64) float64 {
 	return -(pdf / (x + millsTail(x)))
 }
 
-// invMills is λ(x) = φ(x)/Φ(x); in the lower tail λ = t + v, which stays
-// accurate (≈ −x) where φ and Φ both underflow.
+// invMills is λ(x) = φ(x)/Φ(x); for x ≤ 0 λ = t + v, which stays accurate
+// (≈ −x) where φ and Φ both underflow.
 func invMills(x float64) float64 {
 	lam, _ := invMillsGap(x)
 	return lam
 }
 
 // millsGap is x + λ(x) > 0, the factor in λ' = −λ(x + λ). Forming it as
-// x + invMills(x) would cancel catastrophically in the lower tail (x + λ ≈
-// −1/x), so there it is the continued-fraction remainder v itself.
+// x + invMills(x) would cancel for x < 0, catastrophically in the lower tail
+// (x + λ ≈ −1/x), so there it is the remainder v itself.
 func millsGap(x float64) float64 {
 	_, gap := invMillsGap(x)
 	return gap
 }
 
 // invMillsGap is λ(x) and x + λ(x) together, one computation serving both
-// (in the lower tail λ = t + v and x + λ = v).
+// (for x ≤ 0, λ = t + v and x + λ = v).
 func invMillsGap(x float64) (lam, gap float64) {
-	if x <= tailCut {
+	if x <= 0 {
 		t := -x
 		v := millsTail(t)
 		return t + v, v
@@ -449,9 +450,9 @@ func logNormCDFInvMillsAt(x, pdf float64) (lp, lam, gap float64) {
 		lam = pdf
 		return logNormCDFFar(x, pdf), lam, x + lam
 	case x <= 0:
-		q, lp := tablePoly2(normTail[:], logQTail[:], -x*normtail.Scale)
-		lam = pdf / q
-		return lp, lam, x + lam
+		t := -x
+		v := millsTail(t)
+		return tablePoly(logQTail[:], t*normtail.Scale), t + v, v
 	}
 	return x, x, x // NaN
 }

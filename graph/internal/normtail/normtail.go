@@ -236,11 +236,25 @@ func LogPhi(x float64) float64 {
 // from MillsStart, each with Degree+1 coefficients of v(t) as a polynomial
 // in u = (t − centre)·2·MillsScale ∈ [−1, 1].
 const (
-	MillsStart     = 5
+	MillsStart     = 0
 	MillsScale     = 2
-	MillsIntervals = 70 // covers [5, 40)
+	MillsIntervals = 80 // covers [0, 40)
 	millsTerms     = 400
+	// millsFractionFrom is where R is taken from the continued fraction
+	// rather than from Q/φ.
+	millsFractionFrom = 5
 )
+
+// millsR returns R(t) for t ≥ 0: Q(t)/φ(t) from qBig below 5, where the
+// fraction converges slowly, and the fraction from 5 on, where qBig's
+// series cancels.
+func millsR(t float64) *big.Float {
+	if t < millsFractionFrom {
+		q, phi := qBig(t)
+		return new(big.Float).Quo(q, phi)
+	}
+	return millsRBig(t, millsTerms)
+}
 
 // millsRBig returns the Mills ratio R(t) = (1 − Φ(t))/φ(t) for t ≥ 5 by
 // Laplace's continued fraction 1/(t + 1/(t + 2/(t + …))) of n terms. Q
@@ -260,9 +274,10 @@ func millsRBig(t float64, n int) *big.Float {
 
 // MillsV returns v(t) = 1/R(t) − t, the remainder of the continued fraction
 // (1 − Φ(t) = φ(t)/(t + v)), correctly rounded but for the last bit, for
-// t ≥ 5: the reference against which the Mills table is tested.
+// t ≥ 0: the reference against which the Mills table is tested. At x = −t
+// it is x + λ(x), which formed as a sum cancels for −5 < x < 0.
 func MillsV(t float64) float64 {
-	r := millsRBig(t, millsTerms)
+	r := millsR(t)
 	v := new(big.Float).Quo(newF(1), r)
 	f, _ := v.Sub(v, newF(t)).Float64()
 	return f
@@ -275,13 +290,14 @@ func MillsV(t float64) float64 {
 // series, and v = 1/R − t. All of it in 320-bit arithmetic, where the
 // recurrence's cancellation and the subtraction of t are harmless. v is
 // analytic well beyond the interval (1/R's nearest poles, the zeros of erfc,
-// lie about 7 from t = 5), so degree 13 on a half-width of ¼ leaves a
-// truncation error near 10⁻²¹ of v.
+// lie about 7 from t = 5 and 3.4 from t = 0), so degree 13 on a half-width
+// of ¼ leaves a truncation error below 10⁻¹⁶ of v at the start and near
+// 10⁻²¹ from 5 on.
 func MillsCoefficients(i int) [Degree + 1]float64 {
 	c := MillsStart + (float64(i)+0.5)/MillsScale
 	cb := newF(c)
 	var r [Degree + 1]*big.Float
-	r[0] = millsRBig(c, millsTerms)
+	r[0] = millsR(c)
 	r[1] = new(big.Float).Sub(new(big.Float).Mul(cb, r[0]), newF(1))
 	for n := 1; n < Degree; n++ {
 		next := new(big.Float).Mul(cb, r[n])

@@ -7,15 +7,25 @@ import (
 )
 
 // The continued fraction of millsTerms terms has converged far below a
-// double's rounding at the table's start, where it converges slowest: twice
-// the terms change R by less than 2⁻¹²⁰ of it.
+// double's rounding where it takes over from Q/φ, where it converges
+// slowest: twice the terms change R by less than 2⁻¹²⁰ of it.
 func TestMillsConverged(t *testing.T) {
-	for _, x := range []float64{MillsStart, MillsStart + 0.25, 10} {
+	for _, x := range []float64{millsFractionFrom, millsFractionFrom + 0.25, 10} {
 		a, b := millsRBig(x, millsTerms), millsRBig(x, 2*millsTerms)
 		d := new(big.Float).Sub(a, b)
 		d.Quo(d, b)
 		if d.Abs(d).Cmp(new(big.Float).SetMantExp(big.NewFloat(1), -120)) > 0 {
 			t.Errorf("t = %v: %d and %d terms differ by %v relative", x, millsTerms, 2*millsTerms, d)
+		}
+	}
+	// Below 5 R is Q/φ; where the two sources meet they agree.
+	for _, x := range []float64{millsFractionFrom, 6} {
+		q, phi := qBig(x)
+		a, b := new(big.Float).Quo(q, phi), millsRBig(x, millsTerms)
+		d := new(big.Float).Sub(a, b)
+		d.Quo(d, b)
+		if d.Abs(d).Cmp(new(big.Float).SetMantExp(big.NewFloat(1), -120)) > 0 {
+			t.Errorf("t = %v: Q/φ and the fraction differ by %v relative", x, d)
 		}
 	}
 }
@@ -25,7 +35,7 @@ func TestMillsConverged(t *testing.T) {
 // must round to within one ulp of MillsV (the coefficients' own rounding;
 // the truncation the layout allows is near 1e-21).
 func TestMillsCoefficientsAgree(t *testing.T) {
-	for _, i := range []int{0, 1, 35, MillsIntervals - 1} {
+	for _, i := range []int{0, 1, 9, 10, 35, MillsIntervals - 1} {
 		b := MillsCoefficients(i)
 		c := MillsStart + (float64(i)+0.5)/MillsScale
 		if want := MillsV(c); b[0] != want {
