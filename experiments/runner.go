@@ -217,6 +217,10 @@ type store struct {
 	// running holds a channel per run under way, closed when it ends, so
 	// that a twin dispatched while its original runs waits for it.
 	running map[string]chan struct{}
+	// others is how many bytes of each other runner's results file
+	// finishedElsewhere has taken in; othersMu serialises those reads.
+	othersMu sync.Mutex
+	others   map[string]int64
 }
 
 // start marks a run as under way; the returned function ends it.
@@ -306,43 +310,60 @@ func (s *store) read(name string) error {
 
 // finishedElsewhere returns the result for key that another runner stored
 // in its own results file in the store's directory after this store was
-// read, taking it into the store. A runner of another sharding fits a run
-// only under the run's lock, but once it has stored the result and let go
-// of the lock, this runner, whose list of runs to do was made before, would
-// fit the run again; it calls this after taking the lock.
+// read. A runner of another sharding fits a run only under the run's lock,
+// but once it has stored the result and let go of the lock, this runner,
+// whose list of runs to do was made before, would fit the run again; it
+// calls this after taking the lock. The other files' new complete lines
+// are taken into the store, each file read on from where the last call
+// stopped, so a grid's runs do not each reread every other runner's file.
 func (s *store) finishedElsewhere(key string) (Result, bool) {
-	enc, err := json.Marshal(key)
-	if err != nil {
-		return Result{}, false
-	}
-	prefix := append([]byte(`{"key":`), enc...)
+	s.othersMu.Lock()
+	defer s.othersMu.Unlock()
 	files, _ := filepath.Glob(filepath.Join(filepath.Dir(s.path), "results*.jsonl"))
 	for _, name := range files {
-		if name == s.path {
-			continue // this runner's own appends are in the store already
-		}
-		data, err := os.ReadFile(name)
-		if err != nil {
-			continue
-		}
-		for line := range bytes.Lines(data) {
-			if !bytes.HasPrefix(line, prefix) {
-				continue
-			}
-			var r Result
-			if json.Unmarshal(line, &r) != nil || r.Key != key {
-				continue
-			}
-			s.mu.Lock()
-			if _, dup := s.done[key]; !dup {
-				s.order = append(s.order, key)
-				s.done[key] = r
-			}
-			s.mu.Unlock()
-			return r, true
+		if name != s.path { // this runner's own appends are in the store already
+			s.readNew(name)
 		}
 	}
-	return Result{}, false
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.done[key]
+	return r, ok
+}
+
+// readNew takes the complete lines another runner has appended to its
+// results file since the last call (othersMu held); lines that do not
+// parse are left to the next full read, which names them.
+func (s *store) readNew(name string) {
+	f, err := os.Open(name)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if s.others == nil {
+		s.others = map[string]int64{}
+	}
+	if _, err := f.Seek(s.others[name], io.SeekStart); err != nil {
+		return
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return
+	}
+	end := bytes.LastIndexByte(data, '\n') + 1 // a line being written waits
+	s.others[name] += int64(end)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for line := range bytes.Lines(data[:end]) {
+		var r Result
+		if json.Unmarshal(line, &r) != nil || r.Key == "" {
+			continue
+		}
+		if _, dup := s.done[r.Key]; !dup {
+			s.order = append(s.order, r.Key)
+			s.done[r.Key] = r
+		}
+	}
 }
 
 // warnings describes the unreadable lines, at most five of them.
@@ -586,20 +607,20 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 					var busy bool
 					unlockRun, busy, err = e.lockRun(r)
 					locked = err == nil
+					why := ""
 					if busy {
-						end()
-						mu.Lock()
-						sum.Busy++
-						logf("left %s to another runner, which is fitting it", r.Key)
-						mu.Unlock()
-						continue
+						why = "left %s to another runner, which is fitting it"
+					} else if err == nil {
+						if _, ok := st.finishedElsewhere(r.Key); ok {
+							unlockRun()
+							why = "%s was finished by another runner"
+						}
 					}
-					if _, ok := st.finishedElsewhere(r.Key); ok && err == nil {
-						unlockRun()
+					if why != "" {
 						end()
 						mu.Lock()
 						sum.Busy++
-						logf("%s was finished by another runner", r.Key)
+						logf(why, r.Key)
 						mu.Unlock()
 						continue
 					}

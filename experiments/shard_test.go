@@ -325,3 +325,40 @@ func TestRunFinishedElsewhereIsNotRefit(t *testing.T) {
 		t.Errorf("lock files left: %v", locks)
 	}
 }
+
+// finishedElsewhere reads another runner's file on from where it stopped:
+// a line appended later is found, and a line still being written is taken
+// only once its newline is there.
+func TestFinishedElsewhereReadsOn(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "results.shard-1-of-2.jsonl")
+	appendTo := func(text string) {
+		f, err := os.OpenFile(other, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTo("{\"key\":\"a\",\"nll\":1}\n")
+	if r, ok := st.finishedElsewhere("a"); !ok || r.NLL != 1 {
+		t.Fatalf("a: %v %v", r, ok)
+	}
+	appendTo("{\"key\":\"b\",\"nl")
+	if _, ok := st.finishedElsewhere("b"); ok {
+		t.Fatal("b taken from a line still being written")
+	}
+	appendTo("l\":2}\n")
+	if r, ok := st.finishedElsewhere("b"); !ok || r.NLL != 2 {
+		t.Fatalf("b once complete: %v %v", r, ok)
+	}
+	if _, ok := st.finishedElsewhere("c"); ok {
+		t.Fatal("c was never stored")
+	}
+}
