@@ -439,7 +439,7 @@ func logNormCDFInvMillsTail(x float64) (lp, lam, gap float64) {
 }
 
 // logNormCDFInvMillsAt is logNormCDFInvMills above tailCut given pdf =
-// φ(x).
+// φ(x), which only x > 0 uses.
 func logNormCDFInvMillsAt(x, pdf float64) (lp, lam, gap float64) {
 	switch {
 	case x > 0 && x < normTailEnd:
@@ -458,8 +458,8 @@ func logNormCDFInvMillsAt(x, pdf float64) (lp, lam, gap float64) {
 }
 
 // LogNormCDFInvMillsGiven is LogNormCDFInvMillsValue with φ(x) given, as
-// NormPDFValues computes it for many numbers at once; at x ≤ −5, where the
-// result does not use φ(x), pdf is ignored.
+// NormPDFValues computes it for many numbers at once; at x ≤ 0, where λ is
+// t + v from the Mills table, pdf is ignored.
 func LogNormCDFInvMillsGiven(x, pdf float64) (lp, lam, gap float64) {
 	if x <= tailCut {
 		return logNormCDFInvMillsTail(x)
