@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/layers/inputs"
 	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models"
@@ -128,7 +129,11 @@ func validateLiuMethods(s *Spec, want string, kernels ...string) error {
 		if err != nil {
 			continue // reported by the generic validation
 		}
-		if o.Inputs.Model != "observed" || o.Posterior.Family != "sparse" || (o.Inference != "" && o.Inference != "svi") {
+		mod, err := models.New(methodOptions(m))
+		if err != nil {
+			continue // reported by the generic validation
+		}
+		if !inputs.IsPassthrough(mod.Inputs()) || o.Posterior.Family != "sparse" || mod.IsFullBatch() {
 			return s.errAt([]any{"methods", i}, "%s method %s: want a sparse variational model on observed inputs (svi), got %s inputs, %s posterior, %s inference", s.Family, m.Name, o.Inputs.Model, o.Posterior.Family, o.Inference)
 		}
 		if k := s.trainingFor(m).Kernel; k != "" && !slices.Contains(kernels, k) {

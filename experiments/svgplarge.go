@@ -101,8 +101,8 @@ func validateLarge(s *Spec) error {
 		if err != nil {
 			continue // reported by the generic validation
 		}
-		if mod.Opts.Inference != "svi" || mod.Opts.Posterior.Family == "full" {
-			return s.errAt([]any{"methods", i}, "method %s: the airline family streams minibatches (sparse svi models only); %s is fitted by %s with the %s family", m.Name, mod.Name(), mod.Opts.Inference, mod.Opts.Posterior.Family)
+		if err := mod.CanStream(); err != nil || mod.Opts.Posterior.Family == "full" {
+			return s.errAt([]any{"methods", i}, "method %s: the airline family streams minibatches from disk (sparse models whose engine streams); %s is fitted by %s with the %s family", m.Name, mod.Name(), mod.Opts.Inference, mod.Opts.Posterior.Family)
 		}
 		// A likelihood for the wrong number of classes would fail only once
 		// the row store is built, after minutes of other runs.

@@ -115,8 +115,20 @@ func (m *Model) checkpointPrint(train *datasets.Dataset) (fitPrint, error) {
 // Checkpointable reports whether Fit can checkpoint this model: minibatch
 // training (the svi engine with Adam or Adadelta). Callers that checkpoint
 // whatever they fit ask it first, since Fit refuses a checkpoint otherwise.
-func (m *Model) Checkpointable() bool {
-	return m.Opts.Inference == "svi" && m.Opts.Train.Optimizer != "lbfgs"
+func (m *Model) Checkpointable() bool { return m.checkpointable() == nil }
+
+// CheckpointError says why a fit of m cannot be checkpointed (nil: it can).
+func (m *Model) CheckpointError() error { return m.checkpointable() }
+
+func (m *Model) checkpointable() error {
+	c, ok := m.engine.(Checkpointer)
+	if !ok {
+		return capabilityError(m.engine, "checkpoint a fit", "Checkpointer")
+	}
+	if err := c.Checkpointable(m); err != nil {
+		return fmt.Errorf("models: the %s engine: %w", m.engine.Name(), err)
+	}
+	return nil
 }
 
 // checkCheckpoint refuses a checkpoint for a fit that cannot write one,
@@ -129,10 +141,9 @@ func (m *Model) checkCheckpoint(ck *Checkpoint) error {
 		return errors.New("models: FitConfig.Checkpoint has no Path")
 	case ck.Every < 0:
 		return fmt.Errorf("models: checkpoint %s: Every must not be negative, got %v", ck.Path, ck.Every)
-	case m.Opts.Inference != "svi":
-		return fmt.Errorf("models: checkpoint %s: only minibatch training (inference svi with adam or adadelta) can be checkpointed, not inference %s", ck.Path, m.Opts.Inference)
-	case m.Opts.Train.Optimizer == "lbfgs":
-		return fmt.Errorf("models: checkpoint %s: only minibatch training (adam or adadelta) can be checkpointed, not L-BFGS", ck.Path)
+	}
+	if err := m.checkpointable(); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", ck.Path, err)
 	}
 	return nil
 }

@@ -177,7 +177,7 @@ func TestCheckpointRefusals(t *testing.T) {
 		t.Errorf("L-BFGS: got %v, want a refusal", err)
 	}
 	ep := opts("ep", 6, 2, 16, 3)
-	if err := fit(ep); err == nil || !strings.Contains(err.Error(), "inference ep") {
+	if err := fit(ep); err == nil || !strings.Contains(err.Error(), "ep engine cannot checkpoint") {
 		t.Errorf("EP: got %v, want a refusal", err)
 	}
 }

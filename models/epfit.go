@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
@@ -15,7 +16,9 @@ import (
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/inputs"
 	"github.com/gpc-dev/gpc/layers/kernels"
+	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models/ep"
 	"github.com/gpc-dev/gpc/solvers"
 )
@@ -31,6 +34,42 @@ const maxEPRows = 20000
 // so that prediction is the variational families' (for the full family
 // q(u) = N(μ, Σ) at Z = X; for FITC q(u) = N(K_ZX A⁻¹μ̃, K_ZZ − K_ZX A⁻¹ K_XZ),
 // A = K̃ + S̃⁻¹, which reproduces FITC-EP's predictive exactly).
+func init() { mustRegisterEngine(epEngine{}) }
+
+// epEngine is expectation propagation for one latent function (full EP, or
+// EP on the FITC prior with the sparse family), its evidence maximised in
+// the hyper-parameters by L-BFGS.
+type epEngine struct{}
+
+func (epEngine) Name() string { return "ep" }
+
+func (epEngine) Supports(m *Model) error {
+	if _, ok := m.lik.(ep.Tilted); !ok {
+		return fmt.Errorf("models: the ep engine needs a likelihood with tilted moments (ep.Tilted); the %s likelihood has none", m.Opts.Likelihood.Name)
+	}
+	if cc, ok := m.lik.(likelihoods.ClassCounter); ok && m.lik.Latent(cc.Classes()) != 1 {
+		return fmt.Errorf("models: the ep engine handles one latent function; the %s likelihood has %d", m.Opts.Likelihood.Name, m.lik.Latent(cc.Classes()))
+	}
+	if !inputs.IsPassthrough(m.inputs) {
+		return fmt.Errorf("models: the ep engine works on the latent values at the observed inputs (inputs.Passthrough); the %s input model is not", m.inputs.Name())
+	}
+	return nil
+}
+
+func (epEngine) Fit(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
+	return fitEP(ctx, m, train, cfg)
+}
+
+// FullBatch: every EP sweep visits every row.
+func (epEngine) FullBatch(*Model) bool { return true }
+
+// GradientOrders: the evidence is differentiated once.
+func (epEngine) GradientOrders() []int { return []int{1} }
+
+func (epEngine) CheckGradients(m *Model, ds *datasets.Dataset, order int, _ *rand.Rand) (graph.CheckReport, error) {
+	return checkEPGradients(m, ds, order)
+}
+
 func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
 	o, err := newEPObjective(m, train)
 	if err != nil {

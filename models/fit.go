@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers"
 	"github.com/gpc-dev/gpc/models/svi"
 	"github.com/gpc-dev/gpc/solvers"
@@ -86,13 +88,46 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if _, err := interruptibly(ctx, func() (struct{}, error) { return struct{}{}, m.initialize(train, warn) }); err != nil {
 		return m.explain("training", err)
 	}
-	return m.explain("training", engines[m.Opts.Inference](ctx, m, train, cfg))
+	return m.explain("training", m.engine.Fit(ctx, m, train, cfg))
 }
 
-// engines fit an initialised model; the key is Options.Inference.
-var engines = map[string]func(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error{
-	"svi": fitSVI,
-	"ep":  fitEP,
+func init() { mustRegisterEngine(sviEngine{}) }
+
+// sviEngine is stochastic variational inference: the ELBO of the model's
+// variational family, maximised by Adam or Adadelta over minibatches or by
+// L-BFGS on the full batch.
+type sviEngine struct{}
+
+func (sviEngine) Name() string { return "svi" }
+
+// Supports: every composition has an ELBO (the likelihood's expected log
+// density under q(f), the family's KL, the input model's terms).
+func (sviEngine) Supports(*Model) error { return nil }
+
+func (sviEngine) Fit(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
+	return fitSVI(ctx, m, train, cfg)
+}
+
+func (sviEngine) FitStream(ctx context.Context, m *Model, src RowSource, cfg FitConfig) error {
+	return m.fitStream(ctx, src, cfg)
+}
+
+// Checkpointable: minibatch training (Adam, Adadelta) checkpoints; an
+// L-BFGS run keeps its curvature pairs only in memory.
+func (sviEngine) Checkpointable(m *Model) error {
+	if m.Opts.Train.Optimizer == "lbfgs" {
+		return errors.New("only minibatch training (adam or adadelta) can be checkpointed, not L-BFGS")
+	}
+	return nil
+}
+
+// FullBatch: L-BFGS reads every row per evaluation.
+func (sviEngine) FullBatch(m *Model) bool { return m.Opts.Train.Optimizer == "lbfgs" }
+
+func (sviEngine) GradientOrders() []int { return []int{1, 2} }
+
+func (sviEngine) CheckGradients(m *Model, ds *datasets.Dataset, order int, _ *rand.Rand) (graph.CheckReport, error) {
+	return checkELBOGradients(m, ds, order)
 }
 
 // fitSVI maximises the ELBO with the configured optimiser: Adam or

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/gpc-dev/gpc/datasets"
@@ -35,12 +36,19 @@ func checkGradients(opts Options, order int, seed uint64, d int) (graph.CheckRep
 	if err != nil {
 		return graph.CheckReport{}, err
 	}
-	switch mod.Opts.Inference {
-	case "ep":
-		return checkEPGradients(mod, ds, order)
-	case "mf":
-		return checkMFGradients(mod, ds, order, rng)
+	gc, ok := mod.engine.(GradientChecker)
+	if !ok {
+		return graph.CheckReport{}, capabilityError(mod.engine, "check its objective's gradient", "GradientChecker")
 	}
+	if !slices.Contains(gc.GradientOrders(), order) {
+		return graph.CheckReport{}, fmt.Errorf("models: the %s engine's gradient check covers order %v, not %d", mod.engine.Name(), gc.GradientOrders(), order)
+	}
+	return gc.CheckGradients(mod, ds, order, rng)
+}
+
+// checkELBOGradients checks the ELBO's gradient (order 1) or a directional
+// second derivative (order 2) in every trainable parameter group.
+func checkELBOGradients(mod *Model, ds *datasets.Dataset, order int) (graph.CheckReport, error) {
 	obj, err := mod.newObjective(ds)
 	if err != nil {
 		return graph.CheckReport{}, err
@@ -54,7 +62,7 @@ func checkGradients(opts Options, order int, seed uint64, d int) (graph.CheckRep
 	// networks; Richardson extrapolation keeps the truncation error negligible.
 	// Not smaller than 1e-4: the second-order cost sums every gradient entry,
 	// and at 1e-5 its round-off alone reached 1e-6 relative on σ₀².
-	co := graph.CheckOptions{Step: 1e-4, Seed: seed}
+	co := graph.CheckOptions{Step: 1e-4, Seed: mod.Opts.Train.Seed}
 	switch order {
 	case 1:
 		return graph.CheckGrad(obj.Cost(), obj.Wrt(), co)

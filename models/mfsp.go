@@ -15,7 +15,9 @@ import (
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/inputs"
 	"github.com/gpc-dev/gpc/layers/kernels"
+	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/layers/local"
 	"github.com/gpc-dev/gpc/solvers"
 )
@@ -27,7 +29,37 @@ import (
 func init() {
 	mustRegister(Preset{Name: "mfsp", ZInit: "kmeans", Order: 2.3, Summary: "binary sparse mean-field model (truncated-Gaussian q(g_n)), probit",
 		Inputs: "observed", Likelihoods: []string{"probit"}, Posterior: "sparse", Inference: "mf"})
-	engines["mf"] = fitMF
+	mustRegisterEngine(mfEngine{})
+}
+
+// mfEngine maximises the SVGP paper's sparse mean-field bound.
+type mfEngine struct{}
+
+func (mfEngine) Name() string { return "mf" }
+
+// Supports: the bound writes the probit as a step of f plus unit noise, so
+// it needs that likelihood, Z (the sparse family) and the observed inputs.
+func (mfEngine) Supports(m *Model) error {
+	if up, ok := m.lik.(likelihoods.UnitProbit); !ok || !up.UnitProbit() {
+		return fmt.Errorf("models: the mf engine is for a likelihood that is a step of f plus unit Gaussian noise (likelihoods.UnitProbit: probit), not %s", m.Opts.Likelihood.Name)
+	}
+	if !inputs.IsPassthrough(m.inputs) {
+		return fmt.Errorf("models: the mf engine works on the latent values at the observed inputs (inputs.Passthrough); the %s input model is not", m.inputs.Name())
+	}
+	return nil
+}
+
+func (mfEngine) Fit(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
+	return fitMF(ctx, m, train, cfg)
+}
+
+// FullBatch: the bound sums over every row.
+func (mfEngine) FullBatch(*Model) bool { return true }
+
+func (mfEngine) GradientOrders() []int { return []int{1, 2} }
+
+func (mfEngine) CheckGradients(m *Model, ds *datasets.Dataset, order int, rng *rand.Rand) (graph.CheckReport, error) {
+	return checkMFGradients(m, ds, order, rng)
 }
 
 // fitMF maximises the mean-field bound (eq. 12) over the kernel
@@ -40,11 +72,8 @@ func init() {
 // unit noise; a test label then has p(y=1) = Φ(μ*/√(1 + σ*²)), the probit
 // likelihood's predictive.
 func fitMF(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
-	if m.Opts.Likelihood.Name != "probit" || m.post.Latent != 1 {
-		return fmt.Errorf("models: the mean-field engine is for the probit likelihood (a step of f plus unit noise), not %s", m.Opts.Likelihood.Name)
-	}
-	if m.Opts.Posterior.Family != "sparse" {
-		return errors.New("models: the mean-field engine needs the sparse posterior family")
+	if m.post.Latent != 1 || m.post.FixedZ {
+		return errors.New("models: the mean-field engine needs one latent function and the sparse posterior family")
 	}
 	o, err := newMFObjective(m, train)
 	if err != nil {

@@ -28,6 +28,7 @@ type Model struct {
 	D, C, N int
 
 	lik     likelihoods.Likelihood
+	engine  Engine
 	kernels []kernels.Kernel
 	post    *variational.Posterior
 	inputs  inputs.Model
@@ -58,6 +59,12 @@ func New(opts Options) (*Model, error) {
 		return nil, err
 	}
 	if m.inputs, err = inputs.New(opts.Inputs.Model, opts.Inputs.Config); err != nil {
+		return nil, err
+	}
+	if m.engine, err = engineFor(opts.Inference); err != nil {
+		return nil, err
+	}
+	if err := m.engine.Supports(m); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -324,4 +331,37 @@ func meanSquaredNorm(ds *datasets.Dataset, rng *rand.Rand) float64 {
 		return 1
 	}
 	return s / 1000
+}
+
+// Kernels returns the latent functions' kernels (one per latent function;
+// shared kernels repeat), for engines and inspection. Nil before Fit/Load.
+func (m *Model) Kernels() []kernels.Kernel { return m.kernels }
+
+// Posterior returns the model's posterior over the inducing outputs, q(u),
+// through which every engine's fit predicts: an engine other than svi sets
+// it from its own approximation (EP's Gaussian, Laplace's, MCMC's samples
+// by SetMeanSamples). Nil before Fit/Load.
+func (m *Model) Posterior() *variational.Posterior { return m.post }
+
+// TrainableParams returns the model's global trainable parameters (kernels,
+// q(u), likelihood, input model; not per-row local ones).
+func (m *Model) TrainableParams() []*layers.Param { return m.trainable() }
+
+// SetMeanSamples makes predictions average over draws of q(u)'s mean
+// sharing its covariance (one slice of Latent·M values per draw, latent
+// functions in order): the mean-field model's option (i), and a sampling
+// engine's posterior with the covariance at zero. Save stores them. Nil
+// returns to the single mean.
+func (m *Model) SetMeanSamples(s [][]float64) error {
+	if m.post == nil {
+		return errors.New("models: SetMeanSamples before the model is fitted")
+	}
+	want := m.post.Latent * m.post.M
+	for i, v := range s {
+		if len(v) != want {
+			return fmt.Errorf("models: mean sample %d has %d values, want %d (latent functions × inducing points)", i, len(v), want)
+		}
+	}
+	m.meanSamples = s
+	return nil
 }

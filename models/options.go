@@ -51,13 +51,14 @@ type Options struct {
 	Likelihood LikelihoodOptions
 	Posterior  PosteriorOptions
 	Inputs     InputOptions
-	// Inference is the engine that fits the model: "svi" (stochastic
-	// variational inference, the default) or "ep" (expectation propagation
+	// Inference names a registered Engine (EngineNames): "svi" (stochastic
+	// variational inference, the default), "ep" (expectation propagation
 	// for one latent function: with the "full" family full EP, with the
 	// "sparse" family EP on the FITC prior, i.e. generalised FITC; kernel
 	// hyper-parameters and Z maximise the EP evidence by L-BFGS, one
-	// iteration per epoch) or "mf" (the SVGP paper's sparse mean-field
-	// bound, probit only).
+	// iteration per epoch), "mf" (the SVGP paper's sparse mean-field
+	// bound, probit only), or one a package registered. Empty takes the
+	// preset's engine; another engine must support the preset's parts.
 	Inference string
 	// EP configures the "ep" engine.
 	EP    EPOptions
@@ -214,11 +215,10 @@ func (o Options) Resolve() (Options, error) {
 	if o.Posterior.ZInit == "" {
 		o.Posterior.ZInit = p.ZInit
 	}
-	switch {
-	case o.Inference == "":
+	// Another engine may fit the preset's composition: whether it can is
+	// the engine's to say (Engine.Supports, at New).
+	if o.Inference == "" {
 		o.Inference = p.Inference
-	case o.Inference != p.Inference:
-		return o, fmt.Errorf("models: model %s is fitted by %s, not %s", p.Name, p.Inference, o.Inference)
 	}
 	switch {
 	case o.Likelihood.Custom != nil:
@@ -320,8 +320,8 @@ func (o Options) Validate() error {
 	if err := o.Inputs.Config.Validate(); err != nil {
 		return fmt.Errorf("models: %w", err)
 	}
-	if _, ok := engines[o.Inference]; !ok {
-		return fmt.Errorf("models: unknown inference %q (want svi, ep or mf)", o.Inference)
+	if _, err := engineFor(o.Inference); err != nil {
+		return err
 	}
 	if d := o.EP.Damping; d < 0 || d > 1 || o.EP.Tol < 0 || o.EP.MaxSweeps < 0 {
 		return fmt.Errorf("models: EP damping %g outside (0, 1], or negative tolerance or sweeps", d)

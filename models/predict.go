@@ -245,15 +245,23 @@ func (m *Model) sampleInputs(ctx context.Context, pg *testGraph, s inputs.Sample
 // averageMeans averages the probabilities over the stored draws of q(u)'s
 // mean, restoring the mean afterwards.
 func (m *Model) averageMeans(ctx context.Context, pg *testGraph) ([]float64, error) {
-	mean := m.post.Mean[0].Data
-	keep := append([]float64(nil), mean...)
-	defer copy(mean, keep)
+	// A draw holds every latent function's mean, in order.
+	var keep []float64
+	for _, p := range m.post.Mean {
+		keep = append(keep, p.Data...)
+	}
+	set := func(s []float64) {
+		for _, p := range m.post.Mean {
+			s = s[copy(p.Data, s):]
+		}
+	}
+	defer set(keep)
 	var acc []float64
 	for _, s := range m.meanSamples {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		copy(mean, s)
+		set(s)
 		p, err := pg.run()
 		if err != nil {
 			return nil, err

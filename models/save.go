@@ -169,8 +169,8 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 		copy(p.Data, sp.Data)
 	}
 	for i, ms := range s.MeanSamples {
-		if len(ms) != m.post.M {
-			return nil, fmt.Errorf("models: %s: mean sample %d has %d values, want %d", path, i, len(ms), m.post.M)
+		if len(ms) != m.post.Latent*m.post.M {
+			return nil, fmt.Errorf("models: %s: mean sample %d has %d values, want %d", path, i, len(ms), m.post.Latent*m.post.M)
 		}
 		for j, v := range ms {
 			if math.IsNaN(v) || math.IsInf(v, 0) {

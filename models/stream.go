@@ -83,6 +83,15 @@ func (m *Model) FitStream(ctx context.Context, src RowSource, cfg FitConfig) err
 	if src == nil {
 		return errors.New("models: FitStream: nil row source")
 	}
+	st, ok := m.engine.(Streamer)
+	if !ok {
+		return fmt.Errorf("models: FitStream: model %s: %w; use Fit", m.Name(), m.CanStream())
+	}
+	return st.FitStream(ctx, m, src, cfg)
+}
+
+// fitStream is the svi engine's FitStream.
+func (m *Model) fitStream(ctx context.Context, src RowSource, cfg FitConfig) error {
 	n, d, c := src.N(), src.D(), src.C()
 	t := m.Opts.Train
 	switch {
@@ -90,8 +99,6 @@ func (m *Model) FitStream(ctx context.Context, src RowSource, cfg FitConfig) err
 		return errors.New("models: FitStream does not checkpoint; FitConfig.Checkpoint is for Fit")
 	case n <= 0 || d <= 0:
 		return fmt.Errorf("models: FitStream: the row source has %d rows of %d features; need at least one of each", n, d)
-	case m.Opts.Inference != "svi":
-		return fmt.Errorf("models: FitStream trains by stochastic variational inference, but model %s is fitted by %s, which needs every row at once; use Fit", m.Name(), m.Opts.Inference)
 	case t.Optimizer == "lbfgs":
 		return errors.New("models: FitStream takes minibatch steps and cannot use the lbfgs optimizer, which needs the full batch at every iteration (and so every row in memory); use adam or adadelta, or load the rows and call Fit")
 	case m.Opts.Posterior.Family == "full":

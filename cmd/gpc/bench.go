@@ -53,7 +53,7 @@ time includes any wait for a core).`)
 		for _, p := range models.Presets() {
 			// The non-sparse family (M = N) is timed on its own: at N = 1000
 			// its step is 60× MGP's and would swamp the interleaving.
-			if p.Inference == "svi" && p.Posterior != "full" {
+			if minibatchModel(p.Name) && p.Posterior != "full" {
 				kinds = append(kinds, p.Name)
 			}
 		}
@@ -66,7 +66,7 @@ time includes any wait for a core).`)
 			if err != nil {
 				return err
 			}
-			if p, _ := models.LookupPreset(k); p.Inference != "svi" {
+			if !minibatchModel(k) {
 				if len(names) > 1 {
 					return usagef("--model %q: %s is timed per fit, on its own (--model %s)", *model, k, k)
 				}
@@ -135,6 +135,13 @@ time includes any wait for a core).`)
 		}
 	}
 	return nil
+}
+
+// minibatchModel reports whether the preset's engine takes minibatch
+// steps (its cost is per step), not full-batch evaluations (per fit).
+func minibatchModel(name string) bool {
+	m, err := models.New(models.Options{Model: name})
+	return err == nil && !m.IsFullBatch()
 }
 
 // benchBaseline is the model the timing ratios are relative to, as in the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpc-dev/gpc/models"
@@ -79,8 +80,8 @@ relative error of each check and exits with status 1 if any exceeds --tol.`)
 		}
 		for _, n := range noises {
 			for _, o := range orders {
-				if o == 2 && m.Opts.Inference == "ep" {
-					continue // the EP evidence has a first-order check only
+				if !slices.Contains(m.GradientOrders(), o) {
+					continue // e.g. the EP evidence has a first-order check only
 				}
 				cases = append(cases, gradCase{k, n, o})
 			}

@@ -166,11 +166,12 @@ adadelta) checkpoints.`)
 	var a trainArgs
 	var model, noise, hidden string
 	f.StringVar(&a.train, "train", "", "training data `FILE.csv` (required)")
-	var lik, inp, post, optim string
+	var lik, inp, post, optim, engine string
 	f.StringVar(&model, "model", "", "model `NAME`: "+modelList()+" (or give the parts)")
 	f.StringVar(&lik, "likelihood", "", "likelihood `NAME`: "+strings.Join(likelihoods.Names(), ", ")+" (default: the model's)")
 	f.StringVar(&inp, "inputs", "", "input model `NAME`: "+strings.Join(inputs.Names(), ", ")+" (default: the model's, else observed)")
 	f.StringVar(&post, "posterior", "", "posterior `family`: sparse or full (Z = X fixed)")
+	f.StringVar(&engine, "inference", "", "inference `engine`: "+models.EngineHelp()+" (default: the model's; another must support the model's parts)")
 	f.StringVar(&optim, "optimizer", "adam", "`optimizer`: "+strings.Join(models.Optimizers, ", ")+" (svi models)")
 	f.StringVar(&a.out, "out", "", "where to write the trained model, `MODEL.json` (required)")
 	f.StringVar(&noise, "input-noise", "", "input noise: `learn|VARIANCE|FILE.csv` (default learn for the noise-aware models)")
@@ -247,6 +248,7 @@ adadelta) checkpoints.`)
 		Likelihood: models.LikelihoodOptions{Name: lik, Delta: *delta, FixDelta: *fixDelta},
 		Posterior:  models.PosteriorOptions{Family: post, Inducing: *inducing},
 		Inputs:     models.InputOptions{Model: inp},
+		Inference:  engine,
 		Train:      models.TrainOptions{Epochs: *epochs, Batch: *batch, LR: *lr, Seed: *seed, Optimizer: optim},
 	}
 	a.opts.Inputs.Hidden, a.opts.Inputs.Residual, a.opts.Inputs.TestSamples = h, *residual, *samples
@@ -266,7 +268,7 @@ adadelta) checkpoints.`)
 		return nil, usagef("--checkpoint %s is also the training file or the output", a.checkpoint)
 	}
 	if a.checkpoint != "" && !m.Checkpointable() {
-		return nil, usagef("--checkpoint: only minibatch training (--optimizer adam or adadelta, svi models) can be checkpointed, not model %s with %s", m.Name(), m.Opts.Train.Optimizer)
+		return nil, usagef("--checkpoint: model %s cannot be checkpointed: %v", m.Name(), m.CheckpointError())
 	}
 	if !a.noise.given() && m.InputNoise() != nil {
 		a.noise.learn = true

@@ -102,6 +102,21 @@ type Model interface {
 	ParamGroups() map[string]int
 }
 
+// Passthrough is implemented by input models that evaluate the latent
+// functions at the observed inputs as they are, with no parameters, noise
+// or per-row state. Engines that work on the latent values at the training
+// inputs (EP, Laplace, MCMC) need such an input model.
+type Passthrough interface {
+	// Passthrough reports whether the model is the identity on the inputs.
+	Passthrough() bool
+}
+
+// IsPassthrough reports whether m implements Passthrough and is the identity.
+func IsPassthrough(m Model) bool {
+	p, ok := m.(Passthrough)
+	return ok && p.Passthrough()
+}
+
 // Sampler is implemented by input models whose predictions average the
 // class probabilities over draws of the noiseless test inputs.
 type Sampler interface {

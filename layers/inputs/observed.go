@@ -15,6 +15,9 @@ type Observed struct{}
 // Name implements Model.
 func (*Observed) Name() string { return "observed" }
 
+// Passthrough implements Passthrough: the observed inputs are used as given.
+func (*Observed) Passthrough() bool { return true }
+
 // Init implements Model: nothing to create.
 func (*Observed) Init(int, int, *datasets.Dataset, uint64) error { return nil }
 

@@ -234,6 +234,10 @@ func (l *Gaussian) Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
 	return Columns(m, pv)
 }
 
+// UnitProbit implements UnitProbit: the probit link is the step of f plus
+// unit Gaussian noise; the logit link is not.
+func (l *Bernoulli) UnitProbit() bool { return l.Link == "probit" }
+
 // TiltedMoments implements ep.Tilted for the probit link in closed form
 // (R&W eq. 3.58): with z = y·m/√(1+v), Z = Φ(z), the tilted mean is
 // m + y·v·λ/√(1+v) and its variance v − v²·λ(z+λ)/(1+v), λ = φ(z)/Φ(z). For

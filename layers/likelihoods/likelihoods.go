@@ -41,6 +41,14 @@ type Prior interface {
 	LogPrior(s *layers.Scope) (*G.Node, error)
 }
 
+// UnitProbit is implemented by binary likelihoods that may be the step of
+// f plus unit Gaussian noise, p(y = 1 | f) = P(f + ε > 0), ε ~ N(0, 1):
+// the probit. The SVGP paper's mean-field bound needs that form.
+type UnitProbit interface {
+	// UnitProbit reports whether the likelihood has that form.
+	UnitProbit() bool
+}
+
 // ClassCounter is implemented by likelihoods defined for one number of
 // classes only (a binary likelihood: 2), so that a model can refuse data
 // with another number before training.
