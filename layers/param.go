@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/gpc-dev/gpc/graph"
-	"github.com/gpc-dev/gpc/solvers"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -153,15 +152,6 @@ func (s *Scope) TrainableAmong(ps []*Param) ([]*Param, G.Nodes) {
 		}
 	}
 	return out, ns
-}
-
-// AsSolverParams presents parameters to the solvers (name and storage).
-func AsSolverParams(ps []*Param) []solvers.Param {
-	out := make([]solvers.Param, len(ps))
-	for i, p := range ps {
-		out[i] = solvers.Param{Name: p.Name, Data: p.Data}
-	}
-	return out
 }
 
 // Sync refreshes scalar parameters' node values from their storage (tensor

@@ -20,6 +20,7 @@ import (
 	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models/ep"
+	"github.com/gpc-dev/gpc/models/svi"
 	"github.com/gpc-dev/gpc/solvers"
 )
 
@@ -75,7 +76,7 @@ func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 	if err != nil {
 		return err
 	}
-	params := layers.AsSolverParams(o.params)
+	params := svi.AsSolverParams(o.params)
 	tobj, err := withTrace(o, cfg, o.setPosterior)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/layers/local"
+	"github.com/gpc-dev/gpc/models/svi"
 	"github.com/gpc-dev/gpc/solvers"
 )
 
@@ -84,7 +85,7 @@ func fitMF(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 		return err
 	}
 	if len(o.params) > 0 {
-		_, err = solvers.TrainLBFGS(ctx, tobj, layers.AsSolverParams(o.params), train.N, solvers.LBFGSSettings{MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings})
+		_, err = solvers.TrainLBFGS(ctx, tobj, svi.AsSolverParams(o.params), train.N, solvers.LBFGSSettings{MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings})
 		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
 			return err
 		}

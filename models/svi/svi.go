@@ -358,7 +358,7 @@ func (o *Objective) StepLocal(b solvers.Batch) error {
 func (o *Objective) Params() []*layers.Param { return o.params }
 
 // SolverParams returns the global parameters as the solvers see them.
-func (o *Objective) SolverParams() []solvers.Param { return layers.AsSolverParams(o.params) }
+func (o *Objective) SolverParams() []solvers.Param { return AsSolverParams(o.params) }
 
 // Cost is the negative-ELBO node, for gradient checks.
 func (o *Objective) Cost() *G.Node { return o.cost }
@@ -413,4 +413,14 @@ func (o *Objective) Fed(name string) []float64 {
 		}
 	}
 	return nil
+}
+
+// AsSolverParams presents the parts' parameters to the solvers (name and
+// storage): the parts know nothing of the optimisers that move them.
+func AsSolverParams(ps []*layers.Param) []solvers.Param {
+	out := make([]solvers.Param, len(ps))
+	for i, p := range ps {
+		out[i] = solvers.Param{Name: p.Name, Data: p.Data}
+	}
+	return out
 }
