@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -73,6 +74,27 @@ type FullBatcher interface {
 	Engine
 	// FullBatch reports whether fits of m read every row per evaluation.
 	FullBatch(m *Model) bool
+}
+
+// Predictor is an engine whose fit predicts by its own rule rather than
+// through the model's q(u) (say, a sampler whose draws each carry their own
+// hyper-parameters). Predict receives the test inputs in the model's units
+// (standardised when the model standardises) and returns n×C class
+// probabilities; it stops with ctx's error when ctx is cancelled.
+type Predictor interface {
+	Engine
+	Predict(ctx context.Context, m *Model, x []float64, n int, noise []float64) ([]float64, error)
+}
+
+// Stateful is an engine whose fit leaves state beyond the model's
+// parameters (a sampler's draws and diagnostics, EP's outlier posteriors),
+// held in Model.EngineState. Save stores that value as JSON; Load gives the
+// stored JSON to DecodeState and keeps what it returns.
+type Stateful interface {
+	Engine
+	// DecodeState parses the state of a fit of m that Save stored; it
+	// validates it like any other input read from a file.
+	DecodeState(m *Model, raw json.RawMessage) (any, error)
 }
 
 var (
@@ -166,3 +188,11 @@ func capabilityError(e Engine, what, iface string) error {
 
 // EngineHelp lists the registered engines for help texts.
 func EngineHelp() string { return strings.Join(EngineNames(), ", ") }
+
+// EngineState returns the state the model's engine left at its fit (see
+// Stateful), nil for none.
+func (m *Model) EngineState() any { return m.engineState }
+
+// SetEngineState keeps an engine's fitted state in the model; Save stores
+// it (as JSON) when the engine is Stateful, and Load restores it.
+func (m *Model) SetEngineState(v any) { m.engineState = v }

@@ -2,8 +2,10 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -85,5 +87,58 @@ func TestPresetUnderAnotherEngine(t *testing.T) {
 	}
 	if _, err := m.Predict(ds.X, ds.N, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// stateEngine leaves a state that Save stores and Load decodes, and
+// predicts by its own rule.
+type stateEngine struct{ sviEngine }
+
+type testState struct{ Fits int }
+
+func (stateEngine) Name() string { return "test-state" }
+func (e stateEngine) Fit(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
+	m.SetEngineState(testState{Fits: 7})
+	return e.sviEngine.Fit(ctx, m, train, cfg)
+}
+func (stateEngine) DecodeState(_ *Model, raw json.RawMessage) (any, error) {
+	var s testState
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+func (stateEngine) Predict(_ context.Context, m *Model, _ []float64, n int, _ []float64) ([]float64, error) {
+	out := make([]float64, n*m.C)
+	for i := range out {
+		out[i] = 1 / float64(m.C)
+	}
+	return out, nil
+}
+
+func TestEngineStateAndPredictor(t *testing.T) {
+	if err := RegisterEngine(stateEngine{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Options{Model: "svgp", Inference: "test-state", Train: TrainOptions{Epochs: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := syntheticSet(20, 2, 2, 3)
+	if err := m.Fit(context.Background(), ds, FitConfig{Warnings: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.json")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := back.EngineState().(testState); !ok || st.Fits != 7 {
+		t.Errorf("engine state after Load: %#v; want testState{7}", back.EngineState())
+	}
+	p, err := back.Predict(ds.X[:2*ds.D], 2, nil)
+	if err != nil || p[0] != 0.5 || p[3] != 0.5 {
+		t.Errorf("Predict: %v, %v; want the engine's own 0.5 everywhere", p, err)
 	}
 }

@@ -76,7 +76,7 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if warn == nil {
 		warn = os.Stderr
 	}
-	m.fit, m.meanSamples, m.scaler = nil, nil, nil
+	m.fit, m.meanSamples, m.scaler, m.engineState = nil, nil, nil, nil
 	if m.Opts.Inputs.Standardize {
 		s, err := fitScaler(train)
 		if err != nil {

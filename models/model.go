@@ -29,6 +29,9 @@ type Model struct {
 
 	lik     likelihoods.Likelihood
 	engine  Engine
+	// engineState is what the engine's fit left beyond the parameters
+	// (Stateful engines), nil for none.
+	engineState any
 	kernels []kernels.Kernel
 	post    *variational.Posterior
 	inputs  inputs.Model

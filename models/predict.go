@@ -148,6 +148,9 @@ func (m *Model) PredictContext(ctx context.Context, x []float64, n int, noise []
 }
 
 func (m *Model) predict(ctx context.Context, x []float64, n int, noise []float64) ([]float64, error) {
+	if p, ok := m.engine.(Predictor); ok {
+		return p.Predict(ctx, m, x, n, noise)
+	}
 	if s, ok := m.inputs.(inputs.Sampler); ok {
 		return m.predictSampled(ctx, s, x, n, noise)
 	}

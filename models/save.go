@@ -47,6 +47,8 @@ type savedModel struct {
 	// Standardize is the input standardisation (version 3), absent when
 	// the model uses its inputs as given.
 	Standardize *savedScaler `json:"standardize,omitempty"`
+	// EngineState is what a Stateful engine's fit left (Model.EngineState).
+	EngineState json.RawMessage `json:"engine_state,omitempty"`
 }
 
 // Save writes the model to a versioned JSON file: its composition and every
@@ -68,6 +70,14 @@ func (m *Model) Save(path string) error {
 	}
 	for _, p := range m.params() {
 		s.Params = append(s.Params, savedParam{Name: p.Name, Shape: p.Shape, Data: p.Data})
+	}
+	if m.engineState != nil {
+		if _, ok := m.engine.(Stateful); !ok {
+			return fmt.Errorf("models: saving %s: the %s engine left state but cannot read it back (models.Stateful)", path, m.engine.Name())
+		}
+		if s.EngineState, err = json.Marshal(m.engineState); err != nil {
+			return fmt.Errorf("models: saving %s: the %s engine's state: %w", path, m.engine.Name(), err)
+		}
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -179,6 +189,15 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 		}
 	}
 	m.meanSamples = s.MeanSamples
+	if len(s.EngineState) > 0 {
+		st, ok := m.engine.(Stateful)
+		if !ok {
+			return nil, fmt.Errorf("models: %s holds engine state, but the %s engine keeps none", path, m.engine.Name())
+		}
+		if m.engineState, err = st.DecodeState(m, s.EngineState); err != nil {
+			return nil, fmt.Errorf("models: %s: the %s engine's state: %w", path, m.engine.Name(), err)
+		}
+	}
 	if s.Standardize == nil && opts.Inputs.Standardize {
 		// Predicting without the transform the model was trained with
 		// would give wrong numbers silently.

@@ -115,7 +115,7 @@ func (m *Model) fitStream(ctx context.Context, src RowSource, cfg FitConfig) err
 	if warn == nil {
 		warn = os.Stderr
 	}
-	m.fit, m.meanSamples, m.scaler = nil, nil, nil
+	m.fit, m.meanSamples, m.scaler, m.engineState = nil, nil, nil, nil
 
 	// Initialise from a sample; it is garbage once the buffer is filled.
 	sample, err := streamSample(src, min(n, StreamInitRows), t.Seed)
