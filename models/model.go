@@ -27,14 +27,14 @@ type Model struct {
 	// D is the input dimension, C the number of classes, N the training size.
 	D, C, N int
 
-	lik     likelihoods.Likelihood
-	engine  Engine
+	lik    likelihoods.Likelihood
+	engine Engine
 	// engineState is what the engine's fit left beyond the parameters
 	// (Stateful engines), nil for none.
 	engineState any
-	kernels []kernels.Kernel
-	post    *variational.Posterior
-	inputs  inputs.Model
+	kernels     []kernels.Kernel
+	post        *variational.Posterior
+	inputs      inputs.Model
 	// meanSamples are draws of q(u)'s mean sharing its covariance: the
 	// prediction averages over them (the mean-field model's option (i)).
 	meanSamples [][]float64
