@@ -102,7 +102,7 @@ func TestStepTrainingValidated(t *testing.T) {
 		t.Errorf("unknown mode: %v", err)
 	}
 	toy := strings.Replace(miniSpec, "inducing: 3}", "inducing: 3, step_training: scratch}", 1)
-	if _, err := ParseSpec("mini.yaml", []byte(toy)); err == nil || !strings.Contains(err.Error(), "active family only") {
+	if _, err := ParseSpec("mini.yaml", []byte(toy)); err == nil || !strings.Contains(err.Error(), "step_training does not apply to the toy1d family (the families that read it: active)") {
 		t.Errorf("step_training outside active learning: %v", err)
 	}
 }

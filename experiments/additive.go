@@ -54,7 +54,7 @@ import (
 func init() {
 	p := Paper{
 		Name:     "Additive-noise GPC (paper 004)",
-		Families: map[string]RunFunc{"liu_uci": liuRun, "liu_toy": liuToyRun, "liu_delta": liuDeltaRun},
+		Families: map[string]Family{"liu_uci": {Run: liuRun, Reads: minSteps}, "liu_toy": {Run: liuToyRun, Reads: minSteps}, "liu_delta": {Run: liuDeltaRun, Reads: minSteps}},
 		Figures:  map[string]FigureFunc{"liu_fig2": liuToyFigure, "liu_fig3": liuAirlineFigure, "liu_fig4": liuDeltaFigure},
 		Validate: func(s *Spec) error {
 			switch s.Family {
@@ -184,7 +184,7 @@ func liuLoad(dataDir, name string, rowIndex bool) (*datasets.Dataset, error) {
 
 // liuSplit returns split r.Split of the run's data set: the standardised
 // pool cut 90/10 (protocol.test_fraction), capped by max_train/max_test.
-func liuSplit(e *env, r Run, rowIndex bool) (*split, error) {
+func liuSplit(e *Env, r Run, rowIndex bool) (*split, error) {
 	pkey := fmt.Sprintf("liu|pool|%s|%v", r.Dataset, rowIndex)
 	v, err := e.cached(pkey, func() (any, error) {
 		ds, err := liuLoad(e.dataDir, r.Dataset, rowIndex)
@@ -237,7 +237,7 @@ func liuOptions(r Run, nTotal int, seed uint64, st liuSetting) models.Options {
 }
 
 // liuRun trains and scores one run of liu_uci.
-func liuRun(ctx context.Context, e *env, r Run) (*Result, error) {
+func liuRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	st, ok := liuSettings[r.Setting.Name]
 	if !ok {
 		return nil, fmt.Errorf("liu_uci: unknown setting %q", r.Setting.Name)
@@ -271,7 +271,7 @@ func liuRun(ctx context.Context, e *env, r Run) (*Result, error) {
 // reaches a multiple of every: at most one per epoch. The fit checkpoints
 // to run r's file (env.checkpoint), so a killed runner resumes it with the
 // same result.
-func liuFit(ctx context.Context, e *env, r Run, m *models.Model, train, test *datasets.Dataset, iters, every int) (*Result, error) {
+func liuFit(ctx context.Context, e *Env, r Run, m *models.Model, train, test *datasets.Dataset, iters, every int) (*Result, error) {
 	// What the result needs from the fit, carried across sessions by a
 	// checkpoint: the epochs run, the trace and its next step, and the
 	// training time (the scoring excluded).
@@ -396,7 +396,7 @@ func ClipProbabilities(probs []float64, c int, eps float64) []float64 {
 //   - Notes: how far the inducing inputs are from the decision boundary of
 //     the trained model, at their k-means start and trained (liuToyNote),
 //     the paper's "inducing points move toward the decision boundaries".
-func liuToyRun(ctx context.Context, e *env, r Run) (*Result, error) {
+func liuToyRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	train, window, err := liuToyData(e, r)
 	if err != nil {
 		return nil, err
@@ -449,7 +449,7 @@ var liuBananaExtra = [][2]float64{{0.912, 1.941}, {0.912, 1.741}}
 
 // liuToyData returns a toy's training set and its plotting window
 // (x1 min, x1 max, x2 min, x2 max), cached for the runs that share it.
-func liuToyData(e *env, r Run) (*datasets.Dataset, [4]float64, error) {
+func liuToyData(e *Env, r Run) (*datasets.Dataset, [4]float64, error) {
 	seed := e.spec.seedFor(r.Split)
 	window, _ := liuToyWindow(r.Dataset)
 	v, err := e.cached(fmt.Sprintf("liu_toy|%s|%d", r.Dataset, seed), func() (any, error) {
@@ -554,7 +554,7 @@ func validateLiuToy(s *Spec) error {
 //     the scoring is kept off the clock.
 //   - A likelihood without δ (GPCsm) is the same model in both settings, so
 //     its run is done once and its result serves both (noted).
-func liuDeltaRun(ctx context.Context, e *env, r Run) (*Result, error) {
+func liuDeltaRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	fixed := r.Setting.Name == "fixed"
 	if !fixed && r.Setting.Name != "learned" {
 		return nil, fmt.Errorf("liu_delta: unknown setting %q (want learned or fixed)", r.Setting.Name)

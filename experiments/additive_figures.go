@@ -221,7 +221,7 @@ func toyFindingsOf(s *Surface, z0 []float64) (toyFindings, error) {
 }
 
 // appendReport adds text to report.md, which Report has just written.
-func (rp *reporter) appendReport(text string) error {
+func (rp *Reporter) appendReport(text string) error {
 	f, err := os.OpenFile(filepath.Join(rp.dir, "report.md"), os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -234,7 +234,7 @@ func (rp *reporter) appendReport(text string) error {
 }
 
 // splitZero returns the split-0 result of a data set, setting and method.
-func (rp *reporter) splitZero(dataset, setting, method string) (Result, bool) {
+func (rp *Reporter) splitZero(dataset, setting, method string) (Result, bool) {
 	for _, r := range rp.by[groupKey(dataset, setting, method)] {
 		if r.Split == 0 {
 			return r, true
@@ -251,7 +251,7 @@ const liuSeparates = 0.10
 // per model, with the training points, the decision boundary and the
 // trained inducing inputs of the split-0 runs. The findings table follows
 // the report: training error and the distance of Z to the boundary.
-func liuToyFigure(rp *reporter, name string) error {
+func liuToyFigure(rp *Reporter, name string) error {
 	var grid [][]*plot.Plot
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Figure 2 findings (computed from the split-0 runs)\n\n")
@@ -344,7 +344,7 @@ const liuRises = 0.01
 // with δ learned and dashed with δ fixed, from the split-0 traces. The
 // findings table follows the report: final NLLs and how far each fixed-δ
 // curve ends above its minimum.
-func liuDeltaFigure(rp *reporter, name string) error {
+func liuDeltaFigure(rp *Reporter, name string) error {
 	colours := []color.Color{color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}}
 	dashed := []vg.Length{vg.Points(5), vg.Points(3)}
@@ -475,7 +475,7 @@ func isGPCsm(m Method) bool { return m.Model == "gpcsm" || m.Likelihood == "gpcs
 // findings follow the report: each model's final values and lowest NLL
 // along its curve, which model ends best on each metric, and whether GPCsm
 // ends among the best, the paper's "especially GPCsm".
-func liuAirlineFigure(rp *reporter, name string) error {
+func liuAirlineFigure(rp *Reporter, name string) error {
 	colours := []color.Color{color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}}
 	type end struct {

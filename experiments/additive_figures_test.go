@@ -260,7 +260,7 @@ func TestLiuToyAndDeltaSpecValidation(t *testing.T) {
 
 // fakeReporter is a reporter of spec over results, writing into a new
 // directory that holds an empty report.md, as Report leaves it for figures.
-func fakeReporter(t *testing.T, spec string, results []Result) *reporter {
+func fakeReporter(t *testing.T, spec string, results []Result) *Reporter {
 	t.Helper()
 	s, err := ParseSpec("mini.yaml", []byte(spec))
 	if err != nil {
@@ -270,7 +270,7 @@ func fakeReporter(t *testing.T, spec string, results []Result) *reporter {
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte("# report\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rp := &reporter{s: s, dir: dir, by: map[string][]Result{}, results: results}
+	rp := &Reporter{s: s, dir: dir, by: map[string][]Result{}, results: results}
 	for _, r := range results {
 		k := groupKey(r.Dataset, r.Setting, r.Method)
 		rp.by[k] = append(rp.by[k], r)

@@ -26,7 +26,7 @@ const checkpointDir = "checkpoints"
 // none (checkpoints off, or an env outside Execute). A run's fits must
 // share the file only if they are one fit: paths that fit several times
 // per run (active learning) do not checkpoint.
-func (e *env) checkpointPath(r Run) string {
+func (e *Env) checkpointPath(r Run) string {
 	if e.resultsDir == "" || e.spec.Protocol.CheckpointMinutes < 0 {
 		return ""
 	}
@@ -55,7 +55,7 @@ func checkpointName(key string) string {
 }
 
 // checkpointEvery is the spec's interval between checkpoints.
-func (e *env) checkpointEvery() time.Duration {
+func (e *Env) checkpointEvery() time.Duration {
 	m := e.spec.Protocol.CheckpointMinutes
 	if m == 0 {
 		m = DefaultCheckpointMinutes
@@ -68,7 +68,7 @@ func (e *env) checkpointEvery() time.Duration {
 // when the run has no checkpoint. sync, if set, brings v up to date before
 // each save; v is overwritten when the fit resumes, and restored, if set,
 // is called then.
-func (e *env) checkpoint(r Run, v any, sync, restored func()) (*models.Checkpoint, error) {
+func (e *Env) checkpoint(r Run, v any, sync, restored func()) (*models.Checkpoint, error) {
 	path := e.checkpointPath(r)
 	if path == "" {
 		return nil, nil
@@ -117,7 +117,7 @@ func (e *env) checkpoint(r Run, v any, sync, restored func()) (*models.Checkpoin
 // same run at once, or write one checkpoint from two processes: busy says
 // another runner holds it. Without a results directory there is nothing to
 // share and nothing is locked.
-func (e *env) lockRun(r Run) (unlock func(), busy bool, err error) {
+func (e *Env) lockRun(r Run) (unlock func(), busy bool, err error) {
 	if e.resultsDir == "" {
 		return func() {}, false, nil
 	}
@@ -137,7 +137,7 @@ func (e *env) lockRun(r Run) (unlock func(), busy bool, err error) {
 
 // removeCheckpoint removes run r's checkpoint: its result is stored, or it
 // failed (a retry, likely after a fix, must start over).
-func (e *env) removeCheckpoint(r Run) error {
+func (e *Env) removeCheckpoint(r Run) error {
 	if path := e.checkpointPath(r); path != "" {
 		return models.RemoveCheckpoint(path)
 	}

@@ -20,10 +20,10 @@ var uciNames = datasets.UCINames()
 // floor for attributes without error bars.
 const givenNoiseFloor = datasets.AstroNoiseFloor
 
-// env holds what runs of one spec share: the data directory and a cache of
+// Env holds what runs of one spec share: the data directory and a cache of
 // loaded data sets and prepared splits (every method of a split uses the
 // same data, and generating a synthetic GP problem costs a Cholesky).
-type env struct {
+type Env struct {
 	spec    *Spec
 	dataDir string
 	mu      sync.Mutex
@@ -43,14 +43,33 @@ type cacheEntry struct {
 	err  error
 }
 
-func newEnv(s *Spec, dataDir string) *env {
-	return &env{spec: s, dataDir: dataDir, cache: map[string]*cacheEntry{}}
+func newEnv(s *Spec, dataDir string) *Env {
+	return &Env{spec: s, dataDir: dataDir, cache: map[string]*cacheEntry{}}
+}
+
+// Spec returns the spec whose runs the environment serves.
+func (e *Env) Spec() *Spec { return e.spec }
+
+// DataDir returns the data directory the runs read.
+func (e *Env) DataDir() string { return e.dataDir }
+
+// Cached computes f once per key for every run of the spec (a loaded data
+// set, a prepared split), even when workers ask concurrently.
+func (e *Env) Cached(key string, f func() (any, error)) (any, error) { return e.cached(key, f) }
+
+// TrainAndScore fits the run's model (its method's composition, with the
+// run's budget and split seed, checkpointed when the runner checkpoints)
+// on train and scores it on test: the whole of a family's run once it has
+// built its split.
+func (e *Env) TrainAndScore(ctx context.Context, r Run, train, test *datasets.Dataset) (*Result, error) {
+	res, _, err := e.trainAndScore(ctx, r, train, test, train.N+test.N, false)
+	return res, err
 }
 
 // cached computes f once per key, even when workers ask concurrently. The
 // cache keeps at most a few hundred small splits; large bases (MNIST) are
 // stored once.
-func (e *env) cached(key string, f func() (any, error)) (any, error) {
+func (e *Env) cached(key string, f func() (any, error)) (any, error) {
 	e.mu.Lock()
 	c, ok := e.cache[key]
 	if !ok {
@@ -130,7 +149,7 @@ func floorNoise(ds *datasets.Dataset) *datasets.Dataset {
 // keep is set (the model will be continued), the training state is released
 // before scoring, so a worker does not hold a training graph and a
 // prediction graph at once.
-func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Dataset, nTotal int, keep bool) (*Result, *models.Model, error) {
+func (e *Env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Dataset, nTotal int, keep bool) (*Result, *models.Model, error) {
 	seed := e.spec.seedFor(r.Split) + 1
 	o := modelOptions(r, nTotal, seed)
 	cfg := models.FitConfig{Warnings: io.Discard}
@@ -197,7 +216,7 @@ func (e *env) trainAndScore(ctx context.Context, r Run, train, test *datasets.Da
 
 // score predicts test with a model trained on train in secs seconds and
 // epochs epochs, and fills a Result. Given noise has already been floored.
-func (e *env) score(m *models.Model, train, test *datasets.Dataset, secs float64, epochs int) (*Result, error) {
+func (e *Env) score(m *models.Model, train, test *datasets.Dataset, secs float64, epochs int) (*Result, error) {
 	o := m.Opts
 	var testNoise []float64
 	if m.UsesGivenNoise() {
@@ -235,7 +254,7 @@ func (e *env) score(m *models.Model, train, test *datasets.Dataset, secs float64
 
 // continueAndScore trains m for epochs more epochs on train, which extends
 // the data set m was trained on (models.Model.Continue), and scores it.
-func (e *env) continueAndScore(ctx context.Context, m *models.Model, train, test *datasets.Dataset, epochs int) (*Result, error) {
+func (e *Env) continueAndScore(ctx context.Context, m *models.Model, train, test *datasets.Dataset, epochs int) (*Result, error) {
 	if m.UsesGivenNoise() {
 		train, test = floorNoise(train), floorNoise(test)
 	}

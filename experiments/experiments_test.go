@@ -53,7 +53,7 @@ func TestSpecPaperValuesComplete(t *testing.T) {
 			if len(tb.Paper) == 0 || !slices.Contains([]string{"", "results"}, tb.Kind) {
 				continue
 			}
-			rp := &reporter{s: s}
+			rp := &Reporter{s: s}
 			for _, st := range rp.tableSettings(tb) {
 				for _, d := range s.Datasets {
 					if _, ok := paperValue(tb, st.Name, d, 0); !ok {
@@ -189,7 +189,7 @@ func TestKillAndRerun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var calls atomic.Int64
-	fake := func(ctx context.Context, _ *env, r Run) (*Result, error) {
+	fake := func(ctx context.Context, _ *Env, r Run) (*Result, error) {
 		calls.Add(1)
 		select { // a run takes a little while and honours cancellation
 		case <-time.After(time.Duration(2+r.Split) * time.Millisecond):
@@ -304,7 +304,7 @@ func TestStoreToleratesTornLine(t *testing.T) {
 }
 
 func TestMeanRanks(t *testing.T) {
-	rp := &reporter{results: []Result{
+	rp := &Reporter{results: []Result{
 		{Dataset: "x", Setting: "s", Method: "A", Split: 0, NLL: 1},
 		{Dataset: "x", Setting: "s", Method: "B", Split: 0, NLL: 2},
 		{Dataset: "x", Setting: "s", Method: "A", Split: 1, NLL: 3},
@@ -455,7 +455,7 @@ func TestAverageRow(t *testing.T) {
 		{Dataset: "y", Values: []string{"3.5", "9"}},
 		{Dataset: "z", Values: []string{"-", "-"}},
 	}}
-	rp := &reporter{s: s, by: map[string][]Result{}}
+	rp := &Reporter{s: s, by: map[string][]Result{}}
 	add := func(d, m string, nll ...float64) {
 		for i, v := range nll {
 			rp.by[groupKey(d, "s", m)] = append(rp.by[groupKey(d, "s", m)], Result{Dataset: d, Setting: "s", Method: m, Split: i, NLL: v})
@@ -564,7 +564,7 @@ func TestSqLengthscaleSetting(t *testing.T) {
 // A cell of one run with no bootstrap shows no spread (not ±0) and puts no
 // standard error in report.json; a bootstrapped one keeps its spread.
 func TestSingleRunCellHasNoSpread(t *testing.T) {
-	rp := &reporter{s: &Spec{}, by: map[string][]Result{}}
+	rp := &Reporter{s: &Spec{}, by: map[string][]Result{}}
 	text, _ := rp.judgedCell(Table{ID: "T"}, "d", "s", "M", "nll", stat{n: 1, mean: 0.5}, "", false)
 	if text != "0.5 [1] · —" {
 		t.Errorf("one run without a bootstrap: %q, want %q", text, "0.5 [1] · —")

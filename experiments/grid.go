@@ -231,13 +231,8 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 	if b.Kernel == "" {
 		b.Kernel = "se"
 	}
-	if s.Family == "active" {
-		// Part of the key: a continued curve is never resumed as one
-		// retrained from scratch (or as one from before Continue existed).
-		b.StepTraining = t.StepTraining
-		if b.StepTraining == "" {
-			b.StepTraining = "continue"
-		}
+	if fam, _ := familyOf(s.Family); fam.Budget != nil {
+		fam.Budget(s, &b)
 	}
 	if b.TestSamples == 0 {
 		b.TestSamples = 500
@@ -271,6 +266,8 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 func Expand(s *Spec) []Run {
 	var runs []Run
 	first := map[string]string{} // fit identity → the first run's key
+	fam, _ := familyOf(s.Family)
+	twin := fam.Twin
 	for _, d := range s.Datasets {
 		for _, st := range s.Settings {
 			for split := range s.Protocol.Splits {
@@ -278,7 +275,7 @@ func Expand(s *Spec) []Run {
 					b := s.budgetFor(m, st)
 					r := Run{Dataset: d, Setting: st, Method: m, Split: split, Budget: b}
 					r.Key = fmt.Sprintf("%s|%s|%s|%d|%s", d, st.Name, m.Name, split, hashOf(s.Family, st, m.keyView(), b))
-					if twinFamilies[s.Family] {
+					if twin {
 						fit := hashOf(s.Family, d, split, fitSetting(m, st), m.keyView(), b)
 						if k, ok := first[fit]; ok {
 							r.Twin = k
@@ -293,12 +290,6 @@ func Expand(s *Spec) []Run {
 	}
 	return runs
 }
-
-// twinFamilies are the families whose runs never read a setting's name
-// (their seeds come from the split, their data from the setting's fields),
-// so that runs of two settings can be the same fit. The additive-noise and
-// airline families select their variant by the name.
-var twinFamilies = map[string]bool{"toy1d": true, "synthetic": true, "uci": true, "mnist": true, "astro": true}
 
 // fitSetting is the part of a setting that a method's fit reads in a twin
 // family: not its name, and for observed inputs not how an input-noise

@@ -23,7 +23,7 @@ type split struct {
 
 // noisyRun executes a run of the noisy-input paper's families other than
 // active learning: build the split's data, train, score.
-func noisyRun(ctx context.Context, e *env, r Run) (*Result, error) {
+func noisyRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	sp, err := e.prepare(r)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func noisyRun(ctx context.Context, e *env, r Run) (*Result, error) {
 }
 
 // prepare builds (or fetches from the cache) the data of a run's split.
-func (e *env) prepare(r Run) (*split, error) {
+func (e *Env) prepare(r Run) (*split, error) {
 	s := e.spec
 	st, b := r.Setting, r.Budget
 	key := fmt.Sprintf("%s|%s|%d|%d|%d", r.Dataset, st.Name, r.Split, b.NTrain, b.MaxTrain)
@@ -144,7 +144,7 @@ const BayesModel = "bayes"
 
 // bayesRun scores the generator's Bayes-optimal predictive on the split's
 // test set.
-func (e *env) bayesRun(r Run, sp *split) (*Result, error) {
+func (e *Env) bayesRun(r Run, sp *split) (*Result, error) {
 	start := time.Now()
 	var probs []float64
 	var err error
@@ -266,7 +266,7 @@ func columns(p []float64, n, c int) [][]float64 {
 // step_epochs (models.Model.Continue: all parameters and the optimiser state
 // kept, as the authors' code), or, with step_training: scratch, a new model
 // is fitted for step_epochs.
-func (e *env) activeRun(ctx context.Context, r Run) (*Result, error) {
+func (e *Env) activeRun(ctx context.Context, r Run) (*Result, error) {
 	s, b, st := e.spec, r.Budget, r.Setting
 	base, err := e.cached("uci:"+r.Dataset, func() (any, error) { return datasets.LoadUCI(e.dataDir, r.Dataset) })
 	if err != nil {

@@ -30,7 +30,7 @@ func classColor(c int) color.Color { return classColors[c%len(classColors)] }
 // figures draws the spec's figures into the output directory. A figure
 // whose runs are missing is skipped with a note in report.md rather than
 // failing the report, so partial results can still be rendered.
-func (rp *reporter) figures() error {
+func (rp *Reporter) figures() error {
 	var notes []string
 	for _, f := range rp.s.Figures {
 		var err error
@@ -58,7 +58,7 @@ func (rp *reporter) figures() error {
 }
 
 // savePanels lays plots out in a grid and writes a PNG.
-func (rp *reporter) savePanels(name string, panels [][]*plot.Plot, w, h vg.Length) error {
+func (rp *Reporter) savePanels(name string, panels [][]*plot.Plot, w, h vg.Length) error {
 	rows, cols := len(panels), len(panels[0])
 	img := vgimg.New(w*vg.Length(cols), h*vg.Length(rows))
 	dc := draw.New(img)
@@ -84,7 +84,7 @@ func (rp *reporter) savePanels(name string, panels [][]*plot.Plot, w, h vg.Lengt
 }
 
 // firstCurve returns the split-0 curve of a method kind.
-func (rp *reporter) firstCurve(kind string) (Method, *Curve) {
+func (rp *Reporter) firstCurve(kind string) (Method, *Curve) {
 	for _, m := range rp.s.Methods {
 		if m.Model != kind && m.Name != kind {
 			continue
@@ -173,7 +173,7 @@ func (tickGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
 // the learned inducing inputs Z^c as rugs at the bottom. Both panels share
 // the y range so the widening by Δ is visible. Colours name the classes,
 // as in the paper's caption, instead of a legend that would hide ticks.
-func (rp *reporter) fig1() error {
+func (rp *Reporter) fig1() error {
 	_, c := rp.firstCurve("nimgp-fo")
 	if c == nil || c.LatentMean == nil {
 		return fmt.Errorf("no NIMGP_FO latent marginals at split 0 (rerun results written before they were recorded)")
@@ -255,7 +255,7 @@ func (rp *reporter) fig1() error {
 }
 
 // fig2 is every method's predictive distribution against the Bayes optimum.
-func (rp *reporter) fig2() error {
+func (rp *Reporter) fig2() error {
 	var panels []*plot.Plot
 	for _, m := range rp.s.Methods {
 		_, c := rp.firstCurve(m.Name)
@@ -282,7 +282,7 @@ func (rp *reporter) fig2() error {
 }
 
 // fig3 is one synthetic problem before and after noise of variance 0.1.
-func (rp *reporter) fig3() error {
+func (rp *Reporter) fig3() error {
 	sp, err := datasets.SyntheticSplitProblem(max(rp.s.Protocol.NTrain, 100), 0, 2, 3, 0.1, rp.s.seedFor(0), datasets.SyntheticOptions{})
 	if err != nil {
 		return err
@@ -318,7 +318,7 @@ func (rp *reporter) fig3() error {
 // the learned-noise settings, columns the noise-aware methods. For the
 // synthetic data (Fig 4) each run contributes its per-dimension values
 // (one shared variance per dimension); for MNIST (Fig 5) the 784 values.
-func (rp *reporter) figNoiseHist(name string) error {
+func (rp *Reporter) figNoiseHist(name string) error {
 	var rows [][]*plot.Plot
 	for _, st := range rp.s.Settings {
 		if !st.LearnNoise {
@@ -375,7 +375,7 @@ func (rp *reporter) figNoiseHist(name string) error {
 }
 
 // alCurves averages the active-learning curves per (setting, method).
-func (rp *reporter) alCurves(st Setting, m Method, reduction bool) plotter.XYs {
+func (rp *Reporter) alCurves(st Setting, m Method, reduction bool) plotter.XYs {
 	var sum []float64
 	var n []float64
 	for _, d := range rp.s.Datasets {
@@ -400,7 +400,7 @@ func (rp *reporter) alCurves(st Setting, m Method, reduction bool) plotter.XYs {
 }
 
 // alFigure draws one panel per noise level and a row per selection rule.
-func (rp *reporter) alFigure(name string, selections []string, reduction bool) error {
+func (rp *Reporter) alFigure(name string, selections []string, reduction bool) error {
 	var levels []float64
 	for _, st := range rp.s.Settings {
 		if !slices.Contains(levels, st.Noise) {
@@ -460,8 +460,8 @@ func (rp *reporter) alFigure(name string, selections []string, reduction bool) e
 	return rp.savePanels(name, rows, 3.2*vg.Inch, 2.6*vg.Inch)
 }
 
-func (rp *reporter) fig6() error { return rp.alFigure("fig6", []string{"entropy", "random"}, false) }
-func (rp *reporter) fig7() error { return rp.alFigure("fig7", []string{"entropy"}, true) }
+func (rp *Reporter) fig6() error { return rp.alFigure("fig6", []string{"entropy", "random"}, false) }
+func (rp *Reporter) fig7() error { return rp.alFigure("fig7", []string{"entropy"}, true) }
 
 // errPoints implements plotter.XYer, XErrorer and YErrorer.
 type errPoints struct {
@@ -475,7 +475,7 @@ var fig8Colors = map[string]color.Color{"bll": classColor(0), "fsrq": classColor
 
 // fig8 is the astrophysics data: LP index α against LP β (the two
 // attributes with error bars besides flux), coloured by class.
-func (rp *reporter) fig8() error {
+func (rp *Reporter) fig8() error {
 	ds, err := datasets.LoadAstro(rp.dataDir)
 	if err != nil {
 		return err

@@ -102,8 +102,8 @@ func metricOf(r Result, metric string) (float64, bool) {
 	return 0, false
 }
 
-// reporter renders one spec's results.
-type reporter struct {
+// Reporter renders one spec's results; a paper's figures draw from it.
+type Reporter struct {
 	s       *Spec
 	dir     string
 	dataDir string
@@ -147,7 +147,7 @@ func Report(dir, dataDir string) error {
 
 // newReporter loads a results directory's spec and the results of its
 // grid; total is the grid's size.
-func newReporter(dir, dataDir string) (*reporter, int, error) {
+func newReporter(dir, dataDir string) (*Reporter, int, error) {
 	s, err := loadResolved(dir)
 	if err != nil {
 		return nil, 0, fmt.Errorf("report: %w (was the experiment run into %s?)", err, dir)
@@ -162,7 +162,7 @@ func newReporter(dir, dataDir string) (*reporter, int, error) {
 		keys[r.Key] = true
 		planned[groupKey(r.Dataset, r.Setting.Name, r.Method.Name)]++
 	}
-	rp := &reporter{s: s, dir: dir, dataDir: dataDir, by: map[string][]Result{}, planned: planned}
+	rp := &Reporter{s: s, dir: dir, dataDir: dataDir, by: map[string][]Result{}, planned: planned}
 	for _, r := range st.results() {
 		if keys[r.Key] {
 			rp.results = append(rp.results, r)
@@ -173,9 +173,9 @@ func newReporter(dir, dataDir string) (*reporter, int, error) {
 	return rp, len(keys), nil
 }
 
-func (rp *reporter) printf(format string, args ...any) { fmt.Fprintf(&rp.md, format, args...) }
+func (rp *Reporter) printf(format string, args ...any) { fmt.Fprintf(&rp.md, format, args...) }
 
-func (rp *reporter) render(total int) {
+func (rp *Reporter) render(total int) {
 	s := rp.s
 	rp.printf("# %s\n\n", s.Title)
 	rp.printf("Spec `%s` (family %s). Paper values: %s.\n\n", s.Name, s.Family, s.Source)
@@ -224,7 +224,7 @@ func (rp *reporter) render(total int) {
 	}
 }
 
-func (rp *reporter) tableMethods(tb Table) []string {
+func (rp *Reporter) tableMethods(tb Table) []string {
 	if len(tb.Methods) > 0 {
 		return tb.Methods
 	}
@@ -235,7 +235,7 @@ func (rp *reporter) tableMethods(tb Table) []string {
 	return ms
 }
 
-func (rp *reporter) tableSettings(tb Table) []Setting {
+func (rp *Reporter) tableSettings(tb Table) []Setting {
 	var out []Setting
 	for _, st := range rp.s.Settings {
 		if len(tb.Settings) == 0 || slices.Contains(tb.Settings, st.Name) {
@@ -256,14 +256,14 @@ func paperValue(tb Table, setting, dataset string, col int) (string, bool) {
 }
 
 // pcell adds a report.json cell and returns its markdown text.
-func (rp *reporter) pcell(tb Table, dataset, setting, method, metric string, st stat, paper string) string {
+func (rp *Reporter) pcell(tb Table, dataset, setting, method, metric string, st stat, paper string) string {
 	text, _ := rp.judgedCell(tb, dataset, setting, method, metric, st, paper, false)
 	return text
 }
 
 // judgedCell adds a report.json cell and returns its markdown text and,
 // when judge is set and both sides have a value, its verdict (VerdictRule).
-func (rp *reporter) judgedCell(tb Table, dataset, setting, method, metric string, st stat, paper string, judgeIt bool) (string, *judged) {
+func (rp *Reporter) judgedCell(tb Table, dataset, setting, method, metric string, st stat, paper string, judgeIt bool) (string, *judged) {
 	c := Cell{Table: tb.ID, Dataset: dataset, Setting: setting, Method: method, Metric: metric, N: st.n}
 	j := &judged{}
 	ours := "—"
@@ -338,7 +338,7 @@ func fmtNum(v float64) string {
 // statFor summarises a metric over the runs of one group; with bootstrap
 // uncertainty and a single run, the error bar is the bootstrap standard
 // deviation over test points (Table 1).
-func (rp *reporter) statFor(rs []Result, metric string) stat {
+func (rp *Reporter) statFor(rs []Result, metric string) stat {
 	var v []float64
 	for _, r := range rs {
 		if x, ok := metricOf(r, metric); ok {
@@ -374,7 +374,7 @@ func (rp *reporter) statFor(rs []Result, metric string) stat {
 	return st
 }
 
-func (rp *reporter) resultsTable(tb Table) {
+func (rp *Reporter) resultsTable(tb Table) {
 	methods := rp.tableMethods(tb)
 	rp.printf("## %s — %s\n\n", tb.ID, tb.Title)
 	multiData := len(rp.s.Datasets) > 1
@@ -467,7 +467,7 @@ func (rp *reporter) resultsTable(tb Table) {
 // paper's values over the same sets; "{k sets}" says how many. An average
 // over fewer sets than the paper's is not the paper's number (which the
 // spec's notes quote), so the row is shown and not judged.
-func (rp *reporter) averageRow(tb Table, setting string, methods []string, multiData bool) string {
+func (rp *Reporter) averageRow(tb Table, setting string, methods []string, multiData bool) string {
 	row := "| " + setting + " |"
 	if multiData {
 		row += " **" + averageRow + "** |"
@@ -506,7 +506,7 @@ const averageRow = "average"
 // pairedTest is the Wilcoxon signed-rank p-value of a method's per-split
 // metric against the reference method's on the same splits, and the number
 // of non-zero differences.
-func (rp *reporter) pairedTest(d, setting, method, ref, metric string) (float64, int) {
+func (rp *Reporter) pairedTest(d, setting, method, ref, metric string) (float64, int) {
 	refBy := map[int]float64{}
 	for _, r := range rp.by[groupKey(d, setting, ref)] {
 		if x, ok := metricOf(r, metric); ok {
@@ -530,7 +530,7 @@ func (rp *reporter) pairedTest(d, setting, method, ref, metric string) (float64,
 // meanRanks ranks the methods within every (data set, split) of a setting
 // where all of them finished (1 = best, ties share the average rank) and
 // averages over data sets and splits, as the paper's Tables 5 and 6.
-func (rp *reporter) meanRanks(setting string, methods []string, metric string) map[string]stat {
+func (rp *Reporter) meanRanks(setting string, methods []string, metric string) map[string]stat {
 	type cellKey struct {
 		d     string
 		split int
@@ -598,7 +598,7 @@ var confusionOrder = func() []int {
 	return out
 }()
 
-func (rp *reporter) confusionTable(tb Table) {
+func (rp *Reporter) confusionTable(tb Table) {
 	rp.printf("## %s — %s\n\n", tb.ID, tb.Title)
 	names := datasets.AstroClassNames
 	hdr, sep := "| Setting | Predicted | Model |", "|---|---|---|"
@@ -642,7 +642,7 @@ func (rp *reporter) confusionTable(tb Table) {
 }
 
 // dataTable is Table 4, generated from the data files.
-func (rp *reporter) dataTable(tb Table) {
+func (rp *Reporter) dataTable(tb Table) {
 	rp.printf("## %s — %s\n\n| Data set | #Instances | #Attributes | #Classes |\n|---|---|---|---|\n", tb.ID, tb.Title)
 	for _, d := range rp.s.Datasets {
 		ds, err := datasets.LoadUCI(rp.dataDir, d)
@@ -666,7 +666,7 @@ func (rp *reporter) dataTable(tb Table) {
 
 // paramsTable is Table 19: the parameters each method adds to MGP, ours
 // counted from the trained models, the paper's from its formulas.
-func (rp *reporter) paramsTable(tb Table) {
+func (rp *Reporter) paramsTable(tb Table) {
 	methods := rp.tableMethods(tb)
 	rp.printf("## %s — %s\n\n", tb.ID, tb.Title)
 	hdr, sep := "| Data set | Setting |", "|---|---|"
@@ -726,3 +726,12 @@ func plural(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// Spec returns the spec being reported.
+func (rp *Reporter) Spec() *Spec { return rp.s }
+
+// Dir returns the report directory, where figures are written.
+func (rp *Reporter) Dir() string { return rp.dir }
+
+// Results returns the spec's results read from the runner's files.
+func (rp *Reporter) Results() []Result { return rp.results }

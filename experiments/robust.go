@@ -23,7 +23,7 @@ import (
 func init() {
 	p := Paper{
 		Name:     "Robust multi-class GPC (paper 003)",
-		Families: map[string]RunFunc{"robust_uci": robustRun, "robust_outliers": outliersRun},
+		Families: map[string]Family{"robust_uci": {Run: robustRun, Reads: minSteps}, "robust_outliers": {Run: outliersRun, Reads: minSteps}},
 		Figures:  map[string]FigureFunc{"rmgpc_fig1": outlierFigure},
 		Fitters: map[string]Fitter{
 			"rmgpc": func(ctx context.Context, train *datasets.Dataset, r Run) (Predictor, error) {
@@ -107,7 +107,7 @@ func BalancedClassRate(probs []float64, y []int, c int) float64 {
 	return s / float64(k)
 }
 
-func robustRun(ctx context.Context, e *env, r Run) (*Result, error) {
+func robustRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	v, err := e.cached("uci|"+r.Dataset, func() (any, error) { return datasets.LoadUCI(e.dataDir, r.Dataset) })
 	if err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func robustRun(ctx context.Context, e *env, r Run) (*Result, error) {
 // outliersRun fits RMGPC on a whole standardised data set and records
 // P(z_i = 1 | y, X) for every row (the robust paper's Figure 1 and the
 // last row of its Table 3); the scores are training-set ones.
-func outliersRun(ctx context.Context, e *env, r Run) (*Result, error) {
+func outliersRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	ds, err := datasets.LoadUCI(e.dataDir, r.Dataset)
 	if err != nil {
 		return nil, err

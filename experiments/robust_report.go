@@ -15,7 +15,7 @@ import (
 // (1-based, file order) and each method, the average test error over the
 // splits of the table's setting where the instance is a test row, ± its
 // standard error, beside the paper's; cells are judged by VerdictRule.
-func (rp *reporter) instancesTable(tb Table) {
+func (rp *Reporter) instancesTable(tb Table) {
 	methods := rp.tableMethods(tb)
 	rp.printf("## %s — %s\n\n", tb.ID, tb.Title)
 	hdr, sep := "| Setting | Method |", "|---|---|"
@@ -68,7 +68,7 @@ func (rp *reporter) instancesTable(tb Table) {
 // outliersTable compares the instances a model flags (P(z_i = 1 | y, X)
 // > 0.5) with the paper's: the verdict is reproduced when the sets are
 // equal, partly when they overlap, and not reproduced otherwise.
-func (rp *reporter) outliersTable(tb Table) {
+func (rp *Reporter) outliersTable(tb Table) {
 	rp.printf("## %s — %s\n\n", tb.ID, tb.Title)
 	var text string
 	for _, r := range rp.results {
@@ -129,7 +129,7 @@ func joinInts(v []int) string {
 // outlierFigure is the robust paper's Figure 1: P(z_i = 1 | y, X) for
 // every instance, as needles, from the split-0 run with outlier
 // probabilities.
-func outlierFigure(rp *reporter, name string) error {
+func outlierFigure(rp *Reporter, name string) error {
 	for _, r := range rp.results {
 		if len(r.Outliers) == 0 || r.Split != 0 {
 			continue

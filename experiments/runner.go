@@ -469,7 +469,7 @@ func (s *store) results() []Result {
 }
 
 // execFunc executes one run.
-type execFunc func(ctx context.Context, env *env, r Run) (*Result, error)
+type execFunc func(ctx context.Context, env *Env, r Run) (*Result, error)
 
 // RunConfig controls Execute.
 type RunConfig struct {

@@ -18,7 +18,7 @@ import (
 
 // shardFake is a deterministic run: its numbers depend on the run alone,
 // so a sharded grid must store exactly what a single process stores.
-func shardFake(ctx context.Context, _ *env, r Run) (*Result, error) {
+func shardFake(ctx context.Context, _ *Env, r Run) (*Result, error) {
 	select {
 	case <-time.After(time.Duration(1+r.Split%3) * time.Millisecond):
 	case <-ctx.Done():
@@ -173,7 +173,7 @@ func blockedRunner(t *testing.T) (s *Spec, dir, first string, finish func()) {
 	dir = t.TempDir()
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	slow := func(ctx context.Context, e *env, r Run) (*Result, error) {
+	slow := func(ctx context.Context, e *Env, r Run) (*Result, error) {
 		once.Do(func() { first = r.Key; close(started) })
 		<-release
 		return shardFake(ctx, e, r)
@@ -251,7 +251,7 @@ func TestRunLockLeavesARunToItsRunner(t *testing.T) {
 	s, dir, first, finish := blockedRunner(t)
 	var mu sync.Mutex
 	fitted := map[string]bool{}
-	counting := func(ctx context.Context, e *env, r Run) (*Result, error) {
+	counting := func(ctx context.Context, e *Env, r Run) (*Result, error) {
 		mu.Lock()
 		fitted[r.Key] = true
 		mu.Unlock()
@@ -285,7 +285,7 @@ func TestRunFinishedElsewhereIsNotRefit(t *testing.T) {
 	var mu sync.Mutex
 	fitted := map[string]bool{}
 	var once sync.Once
-	elsewhere := func(ctx context.Context, e *env, r Run) (*Result, error) {
+	elsewhere := func(ctx context.Context, e *Env, r Run) (*Result, error) {
 		mu.Lock()
 		fitted[r.Key] = true
 		mu.Unlock()

@@ -566,13 +566,7 @@ func (s *Spec) validate() error {
 	if len(s.Datasets) == 0 {
 		return s.errAt([]any{"datasets"}, "no datasets")
 	}
-	if s.Family == "uci" || s.Family == "active" {
-		for i, d := range s.Datasets {
-			if !slices.Contains(knownUCI(), d) {
-				return s.errAt([]any{"datasets", i}, "unknown UCI data set %q (known: %s)", d, strings.Join(knownUCI(), ", "))
-			}
-		}
-	}
+	fam, _ := familyOf(s.Family)
 	p := s.Protocol
 	if p.Splits < 1 {
 		return s.errAt([]any{"protocol", "splits"}, "protocol.splits must be ≥ 1")
@@ -589,19 +583,22 @@ func (s *Spec) validate() error {
 	if p.TestFraction < 0 || p.TestFraction >= 1 {
 		return s.errAt([]any{"protocol", "test_fraction"}, "test_fraction %v outside [0, 1)", p.TestFraction)
 	}
-	switch s.Family {
-	case "toy1d", "synthetic":
-		if p.NTrain < 1 || p.NTest < 1 {
-			return s.errAt([]any{"protocol"}, "%s needs protocol.n_train and protocol.n_test ≥ 1", s.Family)
+	if fam.Validate != nil {
+		if err := fam.Validate(s); err != nil {
+			return err
 		}
-	case "uci":
-		if p.TestFraction <= 0 {
-			return s.errAt([]any{"protocol", "test_fraction"}, "uci needs protocol.test_fraction > 0")
+	}
+	// unread refuses an optional field the family does not read.
+	unread := func(at []any, field string) error {
+		if slices.Contains(fam.Reads, field) {
+			return nil
 		}
-	case "active":
-		if p.InitialTrain < 2 || p.TestSize < 1 || p.PoolSize < 1 || p.Steps < 0 {
-			return s.errAt([]any{"protocol"}, "active needs initial_train ≥ 2, test_size ≥ 1, pool_size ≥ 1, steps ≥ 0")
+		short := field[strings.IndexByte(field, '.')+1:]
+		by := readersOf(field)
+		if len(by) == 0 {
+			return s.errAt(at, "%s does not apply to the %s family (no registered family reads it)", short, s.Family)
 		}
+		return s.errAt(at, "%s does not apply to the %s family (the families that read it: %s)", short, s.Family, strings.Join(by, ", "))
 	}
 	t := s.Training
 	if t.Epochs < 1 || t.Batch < 1 || !(t.LR > 0) || t.Inducing < 1 {
@@ -610,14 +607,18 @@ func (s *Spec) validate() error {
 	switch {
 	case t.StepTraining != "" && t.StepTraining != "continue" && t.StepTraining != "scratch":
 		return s.errAt([]any{"training", "step_training"}, "step_training %q: want continue or scratch", t.StepTraining)
-	case t.StepTraining != "" && s.Family != "active":
-		return s.errAt([]any{"training", "step_training"}, "step_training applies to the active family only")
+	case t.StepTraining != "":
+		if err := unread([]any{"training", "step_training"}, "training.step_training"); err != nil {
+			return err
+		}
 	}
 	switch {
 	case t.MinSteps < 0:
 		return s.errAt([]any{"training", "min_steps"}, "min_steps %d must be ≥ 0 (0: no floor on optimiser steps)", t.MinSteps)
-	case t.MinSteps > 0 && s.Family == "active":
-		return s.errAt([]any{"training", "min_steps"}, "min_steps does not apply to the active family (its steps are budgeted by step_epochs)")
+	case t.MinSteps > 0:
+		if err := unread([]any{"training", "min_steps"}, "training.min_steps"); err != nil {
+			return err
+		}
 	}
 	if t.InducingFrac < 0 || t.InducingFrac > 1 {
 		return s.errAt([]any{"training", "inducing_frac"}, "inducing_frac %v outside [0, 1]", t.InducingFrac)
@@ -647,12 +648,12 @@ func (s *Spec) validate() error {
 			return s.errAt(at, "d, c and n_train must be ≥ 0")
 		case st.C == 1:
 			return s.errAt(append(at, "c"), "c = 1: need at least 2 classes")
-		case st.LengthscaleScaling != "" && s.Family != "synthetic":
-			return s.errAt(append(at, "lengthscale_scaling"), "lengthscale_scaling applies to the synthetic family only")
+		case st.LengthscaleScaling != "" && unread(append(at, "lengthscale_scaling"), "settings.lengthscale_scaling") != nil:
+			return unread(append(at, "lengthscale_scaling"), "settings.lengthscale_scaling")
 		case !slices.Contains(datasets.LengthscaleScalings(), datasets.LengthscaleScaling(st.LengthscaleScaling)) && st.LengthscaleScaling != "":
 			return s.errAt(append(at, "lengthscale_scaling"), "lengthscale_scaling %q: want one of %v", st.LengthscaleScaling, datasets.LengthscaleScalings())
-		case st.SqLengthscale != 0 && s.Family != "synthetic":
-			return s.errAt(append(at, "sq_lengthscale"), "sq_lengthscale applies to the synthetic family only")
+		case st.SqLengthscale != 0 && unread(append(at, "sq_lengthscale"), "settings.sq_lengthscale") != nil:
+			return unread(append(at, "sq_lengthscale"), "settings.sq_lengthscale")
 		case !(st.SqLengthscale >= 0) || math.IsInf(st.SqLengthscale, 0):
 			return s.errAt(append(at, "sq_lengthscale"), "sq_lengthscale %v must be finite and > 0 (or absent)", st.SqLengthscale)
 		case st.Columns != "" && st.Columns != "table9" && st.Columns != "b4":
@@ -661,8 +662,8 @@ func (s *Spec) validate() error {
 			return s.errAt(append(at, "label_noise"), "label_noise %v outside [0, 1]", st.LabelNoise)
 		case st.Selection != "" && st.Selection != "entropy" && st.Selection != "random":
 			return s.errAt(append(at, "selection"), "selection %q: want entropy or random", st.Selection)
-		case s.Family == "active" && st.Selection == "":
-			return s.errAt(at, "active-learning setting %q needs selection: entropy or random", st.Name)
+		case st.Selection != "" && unread(append(at, "selection"), "settings.selection") != nil:
+			return unread(append(at, "selection"), "settings.selection")
 		}
 		seen[st.Name] = true
 	}
@@ -734,8 +735,10 @@ func (s *Spec) validate() error {
 		switch {
 		case q.MinSteps < 0:
 			return s.errAt([]any{"quick", "min_steps"}, "quick min_steps %d must be ≥ 0 (0: inherit training.min_steps)", q.MinSteps)
-		case q.MinSteps > 0 && s.Family == "active":
-			return s.errAt([]any{"quick", "min_steps"}, "min_steps does not apply to the active family (its steps are budgeted by step_epochs)")
+		case q.MinSteps > 0:
+			if err := unread([]any{"quick", "min_steps"}, "quick.min_steps"); err != nil {
+				return err
+			}
 		}
 		if q.Splits < 0 || q.Epochs < 0 || q.LR < 0 || q.Batch < 0 || q.Inducing < 0 || q.TestSamples < 0 {
 			return s.errAt([]any{"quick"}, "negative quick budget")

@@ -29,7 +29,7 @@ const (
 func Splice(doc []byte, root, dataDir string) ([]byte, error) {
 	var out bytes.Buffer
 	lines := strings.SplitAfter(string(doc), "\n")
-	reports := map[string]*reporter{}
+	reports := map[string]*Reporter{}
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		out.WriteString(line)
@@ -59,7 +59,7 @@ func Splice(doc []byte, root, dataDir string) ([]byte, error) {
 }
 
 // spliceBody renders one block's content from its opening marker.
-func spliceBody(marker, root, dataDir string, reports map[string]*reporter) (string, error) {
+func spliceBody(marker, root, dataDir string, reports map[string]*Reporter) (string, error) {
 	f := strings.Fields(strings.TrimSuffix(strings.TrimPrefix(marker, spliceOpen), "-->"))
 	switch {
 	case len(f) == 1 && f[0] == "rule":

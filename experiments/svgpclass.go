@@ -17,7 +17,7 @@ import (
 func init() {
 	p := Paper{
 		Name:     "SVGP classification",
-		Families: map[string]RunFunc{"raetsch": raetschRun, "banana": bananaRun},
+		Families: map[string]Family{"raetsch": {Run: raetschRun, Reads: minSteps}, "banana": {Run: bananaRun, Reads: minSteps}},
 		Figures:  map[string]FigureFunc{"svgp_fig1": bananaFigure, "svgp_fig2": traceFigure},
 		Validate: func(s *Spec) error {
 			if s.Family == "banana" {
@@ -37,7 +37,7 @@ func init() {
 }
 
 // raetschRun trains and scores one split of a Rätsch data set.
-func raetschRun(ctx context.Context, e *env, r Run) (*Result, error) {
+func raetschRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	key := fmt.Sprintf("raetsch|%s|%d", r.Dataset, r.Split)
 	v, err := e.cached(key, func() (any, error) {
 		train, test, official, err := datasets.RatschSplit(e.dataDir, r.Dataset, r.Split+1, e.spec.seedFor(r.Split))
@@ -70,7 +70,7 @@ type ratschSplit struct {
 // the set of GPflow's Figure 1 replication), scores on realisation 1's 4900
 // test points, and records p(y=1) on a 50×50 grid over GPflow's window
 // [−3.25, 3.65] × [−2.85, 3.4] with the inducing inputs, for Figure 1.
-func bananaRun(ctx context.Context, e *env, r Run) (*Result, error) {
+func bananaRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	v, err := e.cached("banana", func() (any, error) {
 		train, test, _, err := datasets.RatschSplit(e.dataDir, "banana", 1, 0)
 		if err != nil {

@@ -20,7 +20,7 @@ func family(method string) string {
 }
 
 // traceOf returns a method's trace at split 0.
-func (rp *reporter) traceOf(method string) []TracePoint {
+func (rp *Reporter) traceOf(method string) []TracePoint {
 	for _, r := range rp.results {
 		if r.Method == method && r.Split == 0 && len(r.Trace) > 0 {
 			return r.Trace
@@ -73,7 +73,7 @@ func frontierShares(traces map[string][]TracePoint) map[string]float64 {
 // each method's final hold-out NLP and error, the share of the efficient
 // frontier each family holds, whether each family improves with M (the
 // methods listed in increasing M), and how erratic each trace is.
-func (rp *reporter) frontierTable(tb Table) {
+func (rp *Reporter) frontierTable(tb Table) {
 	rp.printf("## %s — %s\n\n", tb.ID, tb.Title)
 	rp.printf("| Method | evaluations | seconds | final NLP | final error | NLP rises > 0.02 | error rises > 0.02 |\n|---|---|---|---|---|---|---|\n")
 	traces := map[string][]TracePoint{}
@@ -169,7 +169,7 @@ func fmtAll(v []float64) []string {
 // traceFigure is the SVGP paper's Figure 2 (and its supplementary S.2):
 // hold-out NLP (left) and error (right) against training seconds, one line
 // per method, from the split-0 traces.
-func traceFigure(rp *reporter, name string) error {
+func traceFigure(rp *Reporter, name string) error {
 	left, right := plot.New(), plot.New()
 	left.Title.Text, right.Title.Text = "hold-out NLP", "hold-out error"
 	for _, p := range []*plot.Plot{left, right} {

@@ -26,7 +26,7 @@ func (g surfaceGrid) Y(r int) float64    { return g.s.X2[r] }
 // name's first word, e.g. KL, MF, GFITC; columns: its variants in spec
 // order, e.g. M = 4 … 64 and the non-sparse one), the training points, the
 // inducing inputs and the p = 0.5 contour of the split-0 model.
-func bananaFigure(rp *reporter, name string) error {
+func bananaFigure(rp *Reporter, name string) error {
 	train, _, _, err := datasets.RatschSplit(rp.dataDir, "banana", 1, 0)
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ import (
 func init() {
 	p := Paper{
 		Name:     "SVGP classification (large data)",
-		Families: map[string]RunFunc{"airline": airlineRun, "mnist_oddeven": oddEvenRun},
+		Families: map[string]Family{"airline": {Run: airlineRun, Reads: minSteps}, "mnist_oddeven": {Run: oddEvenRun, Reads: minSteps}},
 		Validate: validateLarge,
 	}
 	if err := RegisterPaper(p); err != nil {
@@ -134,7 +134,7 @@ const (
 // spans the three months rather than their first days. The data set name
 // chooses the labels (airlineLabels); setting appendix-d hands the run to
 // airlineAppendixDRun after the data are opened.
-func airlineRun(ctx context.Context, e *env, r Run) (*Result, error) {
+func airlineRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	b := r.Budget
 	seed := e.spec.seedFor(r.Split)
 	labels, ok := airlineLabels[r.Dataset]
@@ -481,7 +481,7 @@ func spreadRows(seq func(func(int) bool), n, k int) func(func(int) bool) {
 // streaming them would save nothing, and Fit's shuffled epochs see every
 // image once per epoch. protocol.max_train and max_test (quick profiles)
 // subsample with a seeded permutation.
-func oddEvenRun(ctx context.Context, e *env, r Run) (*Result, error) {
+func oddEvenRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	b := r.Budget
 	base, err := e.cached("mnist_oddeven", func() (any, error) {
 		tr, te, err := datasets.LoadMNIST(e.dataDir)

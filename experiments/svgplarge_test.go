@@ -219,8 +219,8 @@ methods:
 		{spec("airline", "flights", "0.1", "adadelta", "svgp"), `x.yaml:5:12: unknown data set "flights" for family airline (known: airline, airline-3class)`},
 		{spec("airline", "airline", "0", "adadelta", "svgp"), "airline needs protocol.test_fraction > 0"},
 		{spec("airline", "airline", "0.1", "lbfgs", "svgp"), "cannot use lbfgs"},
-		{spec("airline", "airline", "0.1", "adam", "svgp-kl"), "sparse svi models only"},
-		{spec("airline", "airline", "0.1", "adam", "ep-fitc"), "sparse svi models only"},
+		{spec("airline", "airline", "0.1", "adam", "svgp-kl"), "streams minibatches from disk"},
+		{spec("airline", "airline", "0.1", "adam", "ep-fitc"), "streams minibatches from disk"},
 		{spec("airline", "airline", "0.1", "adadelta", "svgp"), ""},
 		{spec("mnist_oddeven", "mnist", "0", "adadelta", "svgp"), ""},
 		// The three-class labels need a multi-class likelihood.

@@ -48,7 +48,7 @@ func TestTwinRunsCopied(t *testing.T) {
 	}
 	var mu sync.Mutex
 	fitted := map[string]bool{}
-	fake := func(ctx context.Context, e *env, r Run) (*Result, error) {
+	fake := func(ctx context.Context, e *Env, r Run) (*Result, error) {
 		mu.Lock()
 		fitted[r.Key] = true
 		mu.Unlock()
@@ -65,7 +65,7 @@ func TestTwinRunsCopied(t *testing.T) {
 // checkTwinsCopied runs the grid on workers workers: with several, a twin
 // is often handed out while its original is still running, and waits.
 func checkTwinsCopied(t *testing.T, s *Spec, runs []Run, twins map[string]string, workers int,
-	fake func(context.Context, *env, Run) (*Result, error), fitted map[string]bool, mu *sync.Mutex) {
+	fake func(context.Context, *Env, Run) (*Result, error), fitted map[string]bool, mu *sync.Mutex) {
 	t.Helper()
 	mu.Lock()
 	clear(fitted)
@@ -127,7 +127,7 @@ func TestRunCPUSeconds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spin := func(ctx context.Context, e *env, r Run) (*Result, error) {
+	spin := func(ctx context.Context, e *Env, r Run) (*Result, error) {
 		x := 1.0
 		for i := range 2_000_000 {
 			x += math.Sqrt(float64(i) + x)

@@ -55,7 +55,7 @@ func direction(metric string) int {
 }
 
 // ourUncertainty is the standard error of our cell value.
-func (rp *reporter) ourUncertainty(st stat) float64 {
+func (rp *Reporter) ourUncertainty(st stat) float64 {
 	if st.n == 0 || math.IsNaN(st.se) {
 		return 0
 	}

@@ -174,7 +174,7 @@ func TestSpliceSharedID(t *testing.T) {
 // kept none, and is judged on its error by the binomial standard deviation
 // (what the bootstrap of 0/1 losses estimates) but not on its NLL.
 func TestBootstrapSpreadOfSingleRuns(t *testing.T) {
-	rp := &reporter{s: &Spec{Protocol: Protocol{Uncertainty: "bootstrap"}}}
+	rp := &Reporter{s: &Spec{Protocol: Protocol{Uncertainty: "bootstrap"}}}
 	tb := Table{ID: "T"}
 	pts := make([]float64, 400)
 	for i := range 40 {
