@@ -45,11 +45,15 @@ type epEngine struct{}
 func (epEngine) Name() string { return "ep" }
 
 func (epEngine) Supports(m *Model) error {
-	if _, ok := m.lik.(ep.Tilted); !ok {
-		return fmt.Errorf("models: the ep engine needs a likelihood with tilted moments (ep.Tilted); the %s likelihood has none", m.Opts.Likelihood.Name)
+	// Tilted moments come from the likelihood (ep.Tilted) or, for any
+	// other, by quadrature of its log p(y|f); its sites touch one latent
+	// function, so it must be a likelihood with one.
+	cc, ok := m.lik.(likelihoods.ClassCounter)
+	if !ok {
+		return fmt.Errorf("models: the ep engine's sites touch one latent function, for a likelihood of a fixed number of classes (likelihoods.ClassCounter); the %s likelihood is multi-class", m.Opts.Likelihood.Name)
 	}
-	if cc, ok := m.lik.(likelihoods.ClassCounter); ok && m.lik.Latent(cc.Classes()) != 1 {
-		return fmt.Errorf("models: the ep engine handles one latent function; the %s likelihood has %d", m.Opts.Likelihood.Name, m.lik.Latent(cc.Classes()))
+	if l := m.lik.Latent(cc.Classes()); l != 1 {
+		return fmt.Errorf("models: the ep engine handles one latent function; the %s likelihood has %d", m.Opts.Likelihood.Name, l)
 	}
 	if !inputs.IsPassthrough(m.inputs) {
 		return fmt.Errorf("models: the ep engine works on the latent values at the observed inputs (inputs.Passthrough); the %s input model is not", m.inputs.Name())
@@ -130,9 +134,9 @@ type epObjective struct {
 }
 
 func newEPObjective(m *Model, train *datasets.Dataset) (*epObjective, error) {
-	lik, ok := m.lik.(ep.Tilted)
-	if !ok {
-		return nil, fmt.Errorf("models: the %s likelihood has no tilted moments, which EP needs", m.Opts.Likelihood.Name)
+	lik, err := tiltedFor(m)
+	if err != nil {
+		return nil, err
 	}
 	if m.post.Latent != 1 {
 		return nil, fmt.Errorf("models: the EP engine handles one latent function; the %s likelihood has %d", m.Opts.Likelihood.Name, m.post.Latent)
@@ -147,7 +151,6 @@ func newEPObjective(m *Model, train *datasets.Dataset) (*epObjective, error) {
 	// Prior graph.
 	kg := G.NewGraph()
 	o.kScope = layers.NewScope(kg)
-	var err error
 	var outs G.Nodes
 	if m.Opts.Posterior.Family == "full" {
 		if o.k, err = m.epPrior(o.kScope); err != nil {
@@ -269,6 +272,15 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 // runEP runs EP, warm-started from the sites, on the prior just computed
 // by kProg: dense for the full family, FITC's low-rank form otherwise.
 func (o *epObjective) runEP() (*ep.Result, error) {
+	res, err := o.runSites()
+	if q, ok := o.lik.(*quadTilted); ok && q.Err() != nil {
+		// The quadrature's graph failed; EP saw only NaN moments.
+		return nil, q.Err()
+	}
+	return res, err
+}
+
+func (o *epObjective) runSites() (*ep.Result, error) {
 	if o.k != nil {
 		kd, err := o.kProg.Float64s(o.k)
 		if err != nil {
