@@ -14,6 +14,9 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/gpc-dev/gpc/layers/likelihoods"
+	"github.com/gpc-dev/gpc/models"
 )
 
 // Figures 2 and 4 of the additive-noise GPC paper (families liu_toy and
@@ -465,9 +468,16 @@ func curveRise(tr []TracePoint) rise {
 // about 0.003).
 const liuAmongBest = 0.005
 
-// isGPCsm reports whether a method is the softmax model, whichever name
-// the spec gives it.
-func isGPCsm(m Method) bool { return m.Model == "gpcsm" || m.Likelihood == "gpcsm" }
+// isGPCsm reports whether a method is the paper's softmax model: one whose
+// likelihood is the Gumbel-softmax, whichever names the spec gives it.
+func isGPCsm(m Method) bool {
+	mod, err := models.New(methodOptions(m))
+	if err != nil {
+		return false
+	}
+	_, ok := mod.Likelihood().(*likelihoods.GumbelSoftmax)
+	return ok
+}
 
 // liuAirlineFigure is the paper's Figure 3 (airline family, setting
 // appendix-d): per data set and setting, hold-out accuracy and NLL against
