@@ -112,7 +112,7 @@ func validateLiu(s *Spec) error {
 			return s.errAt(at, "liu_uci setting %q: only a name is read (no input noise, sizes, columns or selection)", st.Name)
 		}
 	}
-	return validateLiuMethods(s, "Appendix D's RBF (setting matern52+rbf for Table V's)", "se")
+	return validateLiuMethods(s, "Appendix D's RBF (setting matern52+rbf for Table V's)", kernels.Default)
 }
 
 // validateLiuMethods checks that every method of a spec of one of the
@@ -618,5 +618,5 @@ func validateLiuDelta(s *Spec) error {
 			return s.errAt([]any{"settings", i}, "liu_delta setting %q: want a name only, one of %s", st.Name, strings.Join(liuDeltaSettings, ", "))
 		}
 	}
-	return validateLiuMethods(s, "Appendix D's RBF", "se")
+	return validateLiuMethods(s, "Appendix D's RBF", kernels.Default)
 }

@@ -116,6 +116,8 @@ type ARD struct {
 	// d is the input width; the scalar ℓ of an isotropic kernel does not
 	// carry it.
 	d int
+	// init are the values it was built with (Initial).
+	init Init
 }
 
 func newARD(name string, d int, ell, variance, noise float64) ARD {
@@ -128,12 +130,17 @@ func newScales(name string, d int, shape tensor.Shape, ell, variance, noise floa
 		Lengthscales: layers.NewParam(name+"/lengthscales", shape, ell, layers.Exp),
 		Variance:     layers.NewParam(name+"/variance", tensor.ScalarShape(), variance, layers.Exp),
 		d:            d,
+		init:         Init{Lengthscale: ell, Variance: variance, Noise: noise},
 	}
 	if noise > 0 {
 		a.WhiteNoise = layers.NewParam(name+"/white", tensor.ScalarShape(), noise, layers.Exp)
 	}
 	return a
 }
+
+// Initial implements InitReporter: the ℓ, σ² and σ₀² the kernel was built
+// with, exactly as given (the parameters hold their logarithms).
+func (a ARD) Initial() Init { return a.init }
 
 // Isotropic reports whether one ℓ serves every dimension.
 func (a ARD) Isotropic() bool { return a.Lengthscales.Shape.IsScalar() }

@@ -141,6 +141,20 @@ type Config struct {
 // default initialisation: from c.Data when given.
 type Factory func(c Config) (Kernel, error)
 
+// Init is the initial ℓ (dividing squared distances), σ² and σ₀² of a
+// kernel of the ARD family.
+type Init struct {
+	Lengthscale, Variance, Noise float64
+}
+
+// InitReporter is implemented by kernels that report the initial values
+// they were built with (the ARD family: SE, Matérn, polynomial), so that a
+// user's factory can start where the kernel it replaces would
+// (models.KernelInit).
+type InitReporter interface {
+	Initial() Init
+}
+
 // JitterDefaulter is implemented by kernels that need a jitter on K_ZZ and
 // k(x,x) other than DefaultJitter (the polynomial kernel's 1e-10).
 type JitterDefaulter interface {
