@@ -73,14 +73,15 @@ func init() {
 // liuSetting is what a liu_uci setting name selects.
 type liuSetting struct {
 	rowIndex bool
-	kernel   string // "" (RBF) or "matern52+rbf"
+	// kernel builds Table V's kernel; nil for Appendix D's RBF.
+	kernel models.KernelFactory
 }
 
 // liuSettings are the setting names liu_uci accepts.
 var liuSettings = map[string]liuSetting{
 	"clean":        {},
 	"row_index":    {rowIndex: true},
-	"matern52+rbf": {kernel: "matern52+rbf"},
+	"matern52+rbf": {kernel: models.AdditiveMaternRBF},
 }
 
 func liuSettingNames() []string {
@@ -225,8 +226,8 @@ func liuIterations(b Budget, n int) int {
 // D's settings, with the setting's kernel.
 func liuOptions(r Run, nTotal int, seed uint64, st liuSetting) models.Options {
 	o := models.AppendixD(modelOptions(r, nTotal, seed))
-	if st.kernel == "matern52+rbf" {
-		o.Kernel.Factory = models.AdditiveMaternRBF
+	if st.kernel != nil {
+		o.Kernel.Factory = st.kernel
 	}
 	return o
 }
