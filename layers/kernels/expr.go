@@ -39,6 +39,7 @@ type ExprError struct {
 	Unknown string
 }
 
+// Error implements error: the expression, the position and what is wrong.
 func (e *ExprError) Error() string {
 	return fmt.Sprintf("kernels: expression %q, position %d: %s", e.Expr, e.Pos, e.Msg)
 }
