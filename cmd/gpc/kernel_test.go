@@ -10,13 +10,30 @@ import (
 	"github.com/gpc-dev/gpc/layers/kernels"
 )
 
+// A kernel the program registers, as a user's main would before handing
+// over to gpc's command line: an SE kernel whose ℓ starts at twice the
+// built-in one's.
+func init() {
+	err := kernels.Register("cmd-test-wide-se", func(c kernels.Config) (kernels.Kernel, error) {
+		ell := 1.0
+		if c.Data != nil {
+			ell = 2 * c.Data.MedianDistance()
+		}
+		return kernels.NewSE(c.Name, c.D, ell, 1, 0.01), nil
+	})
+	if err != nil {
+		panic(err)
+	}
+}
+
 // gpc train takes a kernel expression, the model file keeps it, and gpc
-// predict rebuilds the composite kernel from it.
+// predict rebuilds the composite kernel from it, a registered user's
+// kernel included.
 func TestTrainKernelExpression(t *testing.T) {
 	dir := t.TempDir()
 	train := writeFile(t, dir, "train.csv", blobs(60, 1, true, true))
 	inputs := writeFile(t, dir, "inputs.csv", blobs(30, 2, false, true))
-	for i, expr := range []string{"matern52+linear", "se*poly(2)", "(se-iso + linear) * matern32"} {
+	for i, expr := range []string{"matern52+linear", "se*poly(2)", "(se-iso + linear) * matern32", "cmd-test-wide-se", "cmd-test-wide-se*linear"} {
 		model := filepath.Join(dir, "m"+string(rune('0'+i))+".json")
 		if code, stdout, stderr := gpc(t, "train", "--train", train, "--model", "mgp", "--out", model, "--kernel", expr,
 			"--epochs", "2", "--batch", "20", "--inducing", "6", "--seed", "2", "--quiet"); code != 0 {

@@ -55,6 +55,10 @@ func NewData(x []float64, n, d int, rng *rand.Rand) *Data {
 
 func (dt *Data) row(i int) []float64 { return dt.X[i*dt.D : (i+1)*dt.D] }
 
+// Sample returns the indices of the sampled rows (SampleRows of them, or
+// none without rows), for a kernel that summarises them otherwise.
+func (dt *Data) Sample() []int { return slices.Clone(dt.idx) }
+
 // MedianDistance is √(median squared distance) between the pairs of sampled
 // rows, or 1 when that is not positive: the stationary kernels' initial ℓ
 // (ℓ divides squared distances, as in the original code).

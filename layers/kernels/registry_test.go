@@ -433,3 +433,36 @@ func TestExpressionGradients(t *testing.T) {
 		})
 	}
 }
+
+// Whatever the input, Parse either fails with an *ExprError whose position
+// lies within the expression (or just past it), or gives an expression
+// whose canonical form parses to itself and builds.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"se", "matern52+linear", "(se+linear)*poly(3)", "se*(", "poly(1e3)", "se-iso * (linear + poly(2,3))", ")(", "ß"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := Parse(s)
+		if err != nil {
+			var ee *ExprError
+			if !errors.As(err, &ee) {
+				t.Fatalf("Parse(%q): %v is not an *ExprError", s, err)
+			}
+			if n := len([]rune(s)); ee.Pos < 1 || ee.Pos > n+1 {
+				t.Fatalf("Parse(%q): position %d outside 1..%d", s, ee.Pos, n+1)
+			}
+			return
+		}
+		c := e.String()
+		e2, err := Parse(c)
+		if err != nil || e2.String() != c {
+			t.Fatalf("canonical %q of %q reparses as %v, %v", c, s, e2, err)
+		}
+		if !slices.Equal(e.Kernels(), e2.Kernels()) {
+			t.Fatalf("%q and its canonical %q name %v and %v", s, c, e.Kernels(), e2.Kernels())
+		}
+		if len(e.Kernels()) <= 20 {
+			e.Build(Config{Name: "k", D: 2}) // arguments may be refused, but nothing panics
+		}
+	})
+}
