@@ -143,9 +143,10 @@ func (m *Model) inducing(n int) int {
 
 // initialize creates the parameters from the training data, following the
 // original code: the kernel's from 1000 rows drawn with replacement (each
-// registered kernel has its own initialisation: kernels.Factory); inducing points drawn per
-// latent function with replacement from the training rows (the "full"
-// family: Z = X, held fixed); q(u) at the prior; the input model's own.
+// registered kernel initialises itself: kernels.Factory); inducing points
+// drawn per latent function with replacement from the training rows (the
+// "full" family: Z = X, held fixed); q(u) at the prior; the input model's
+// own.
 func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 	o := m.Opts
 	m.D, m.C, m.N = train.D, train.C, train.N

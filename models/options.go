@@ -31,8 +31,9 @@ import (
 // ℓ is the mean squared norm), else those of the stationary kernels (ℓ,
 // dividing squared distances, the median pairwise distance of 1000
 // training rows drawn with replacement; σ² = e; σ₀² = e⁻²⁰); all ones when
-// Load rebuilds the kernel for the stored values to overwrite. A registered kernel
-// (kernels.Register) initialises itself instead, from kernels.Data.
+// Load rebuilds the kernel for the stored values to overwrite. A
+// registered kernel (kernels.Register) initialises itself instead, from
+// kernels.Data.
 type KernelInit struct {
 	Lengthscale float64
 	Variance    float64 // σ²
