@@ -74,14 +74,15 @@ func init() {
 // liuSetting is what a liu_uci setting name selects.
 type liuSetting struct {
 	rowIndex bool
-	kernel   string // "" (RBF) or "matern52+rbf"
+	// kernel builds Table V's kernel; nil for Appendix D's RBF.
+	kernel models.KernelFactory
 }
 
 // liuSettings are the setting names liu_uci accepts.
 var liuSettings = map[string]liuSetting{
 	"clean":        {},
 	"row_index":    {rowIndex: true},
-	"matern52+rbf": {kernel: "matern52+rbf"},
+	"matern52+rbf": {kernel: models.AdditiveMaternRBF},
 }
 
 func liuSettingNames() []string {
@@ -113,7 +114,7 @@ func validateLiu(s *Spec) error {
 			return s.errAt(at, "liu_uci setting %q: only a name is read (no input noise, sizes, columns or selection)", st.Name)
 		}
 	}
-	return validateLiuMethods(s, "Appendix D's RBF (setting matern52+rbf for Table V's)", "se")
+	return validateLiuMethods(s, "Appendix D's RBF (setting matern52+rbf for Table V's)", kernels.Default)
 }
 
 // validateLiuMethods checks that every method of a spec of one of the
@@ -230,8 +231,8 @@ func liuIterations(b Budget, n int) int {
 // D's settings, with the setting's kernel.
 func liuOptions(r Run, nTotal int, seed uint64, st liuSetting) models.Options {
 	o := models.AppendixD(modelOptions(r, nTotal, seed))
-	if st.kernel == "matern52+rbf" {
-		o.Kernel.Factory = models.AdditiveMaternRBF
+	if st.kernel != nil {
+		o.Kernel.Factory = st.kernel
 	}
 	return o
 }
@@ -623,5 +624,5 @@ func validateLiuDelta(s *Spec) error {
 			return s.errAt([]any{"settings", i}, "liu_delta setting %q: want a name only, one of %s", st.Name, strings.Join(liuDeltaSettings, ", "))
 		}
 	}
-	return validateLiuMethods(s, "Appendix D's RBF", "se")
+	return validateLiuMethods(s, "Appendix D's RBF", kernels.Default)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+
+	"github.com/gpc-dev/gpc/layers/kernels"
 )
 
 // Run is one cell of the expanded grid: a data set, a setting, a method and
@@ -228,8 +230,14 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 		NTrain: p.NTrain, NTest: p.NTest, MaxTrain: p.MaxTrain, MaxTest: p.MaxTest, TestFraction: p.TestFraction,
 		InitialTrain: p.InitialTrain, TestSize: p.TestSize, PoolSize: p.PoolSize, Steps: p.Steps, Seed: s.Seed,
 	}
+	// The kernel is part of the key: an unset one is the default's, and an
+	// expression is keyed in its canonical form (the single kernels' names
+	// are their own canonical forms, so their keys are as before).
 	if b.Kernel == "" {
-		b.Kernel = "se"
+		b.Kernel = kernels.Default
+	}
+	if e, err := kernels.Parse(b.Kernel); err == nil {
+		b.Kernel = e.String()
 	}
 	if fam, _ := familyOf(s.Family); fam.Budget != nil {
 		fam.Budget(s, &b)

@@ -32,6 +32,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/models"
 )
 
@@ -132,11 +133,15 @@ type Training struct {
 	Inducing     int     `yaml:"inducing" json:"inducing"`
 	InducingFrac float64 `yaml:"inducing_frac" json:"inducing_frac"`
 	TestSamples  int     `yaml:"test_samples" json:"test_samples"`
-	Kernel       string  `yaml:"kernel" json:"kernel"`
-	Degree       int     `yaml:"degree" json:"degree"`
-	Hidden       []int   `yaml:"hidden" json:"hidden"`
-	Residual     bool    `yaml:"residual" json:"residual"`
-	Quadrature   int     `yaml:"quadrature" json:"quadrature"`
+	// Kernel is a kernel expression over the registered kernels
+	// (kernels.Parse): se (the default), poly, matern52+linear, se*linear, …
+	Kernel string `yaml:"kernel" json:"kernel"`
+	// Degree is the degree of a kernel that has one and is given none in
+	// Kernel (poly: default 9).
+	Degree     int   `yaml:"degree" json:"degree"`
+	Hidden     []int `yaml:"hidden" json:"hidden"`
+	Residual   bool  `yaml:"residual" json:"residual"`
+	Quadrature int   `yaml:"quadrature" json:"quadrature"`
 	// Optimizer is the svi engine's optimiser: adam (default), adadelta
 	// (lr is its step rate) or lbfgs (full batch, epochs = iterations).
 	Optimizer string `yaml:"optimizer" json:"optimizer,omitempty"`
@@ -626,8 +631,10 @@ func (s *Spec) validate() error {
 	if t.LocalAdam != "" && t.LocalAdam != "dense" && t.LocalAdam != "lazy" {
 		return s.errAt([]any{"training", "local_adam"}, "local_adam %q: want dense or lazy", t.LocalAdam)
 	}
-	if t.Kernel != "" && t.Kernel != "se" && t.Kernel != "poly" {
-		return s.errAt([]any{"training", "kernel"}, "kernel %q: want se or poly", t.Kernel)
+	if t.Kernel != "" {
+		if _, err := kernels.Build(t.Kernel, kernels.Config{Name: "probe", D: 1, Degree: t.Degree}); err != nil {
+			return s.errAt([]any{"training", "kernel"}, "kernel %q: %v (registered: %s)", t.Kernel, err, kernels.Describe())
+		}
 	}
 	if len(s.Settings) == 0 {
 		return s.errAt([]any{"settings"}, "no settings")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models"
 )
@@ -111,7 +112,7 @@ func validateLarge(s *Spec) error {
 				return s.errAt([]any{"methods", i}, "method %s on data set %s (%d classes): %v", m.Name, d, airlineLabels[d].Classes(), err)
 			}
 		}
-		if k := s.trainingFor(m).Kernel; appendixD && k != "" && k != "se" {
+		if k := s.trainingFor(m).Kernel; appendixD && k != "" && k != kernels.Default {
 			return s.errAt([]any{"methods", i}, "method %s: kernel %q; setting %s builds Appendix D's RBF (leave kernel unset or se)", m.Name, k, airlineAppendixD)
 		}
 	}

@@ -58,8 +58,8 @@ const (
 // ARD started at the GPflow length-scale 0.1·√d in every dimension (ℓ_j =
 // 0.01·d here, where ℓ_j divides squared distances) and σ² = 5, trainable;
 // the white noise keeps the data-driven initial value (e⁻²⁰). A saved model
-// is loaded as kernel "se" without the factory: only the initial values
-// differ, and they are overwritten by the stored ones.
+// is loaded as the SE kernel (kernels.Default) without the factory: only
+// the initial values differ, and they are overwritten by the stored ones.
 func AdditiveKernel(name string, d int, init KernelInit) kernels.Kernel {
 	return kernels.NewSE(name, d, 0.01*float64(d), AppendixDVariance, init.Noise)
 }
@@ -67,8 +67,10 @@ func AdditiveKernel(name string, d int, init KernelInit) kernels.Kernel {
 // AdditiveMaternRBF is a KernelFactory for Table V's kernel (and ORTH's):
 // Matérn-5/2 with GPflow length-scale 0.1·√d plus RBF with length-scale
 // √d, both with σ² = 5 and ARD; only the RBF part carries the white noise.
-// Its parameters are name/m52/… and name/rbf/…. Such a model cannot be
-// reloaded by Load, which rebuilds kernels by name.
+// Its parameters are name/m52/… and name/rbf/…, and its Matérn part has no
+// white noise, so no kernel expression ("matern52+se" names its parts
+// name/0:matern52/… and gives both white noise) rebuilds it: Load needs
+// the factory (Load's custom options).
 func AdditiveMaternRBF(name string, d int, init KernelInit) kernels.Kernel {
 	m, err := kernels.NewMatern(name+"/m52", 2.5, d, 0.01*float64(d), AppendixDVariance, 0)
 	if err != nil {
@@ -80,8 +82,9 @@ func AdditiveMaternRBF(name string, d int, init KernelInit) kernels.Kernel {
 // AppendixD returns o with the additive-noise paper's UCI settings in its
 // zero fields: M = 300 inducing inputs initialised by k-means, batch 1024,
 // Adam (learning rate 0.01), GPflow's jitter 1e-6, and the RBF kernel of
-// AdditiveKernel when no kernel is chosen (Kernel.Name empty or "se" and no
-// Factory). It also sets Posterior.SharedZ and Kernel.Shared, as the
+// AdditiveKernel when no kernel is chosen (Kernel.Name empty or the
+// default, kernels.Default, and no Factory). It also sets
+// Posterior.SharedZ and Kernel.Shared, as the
 // authors' code (GPflow's SVGP with one kernel and num_latent = C): one Z
 // and one kernel for all latent functions, each with its own q(u_c); clear
 // Kernel.Shared afterwards for a kernel per class. The budget of 10 000 iterations depends on the training size:
@@ -107,8 +110,8 @@ func AppendixD(o Options) Options {
 	if o.Train.Optimizer == "" {
 		o.Train.Optimizer = "adam"
 	}
-	if o.Kernel.Factory == nil && (o.Kernel.Name == "" || o.Kernel.Name == "se") {
-		o.Kernel.Name, o.Kernel.Factory = "se", AdditiveKernel
+	if o.Kernel.Factory == nil && (o.Kernel.Name == "" || o.Kernel.Name == kernels.Default) {
+		o.Kernel.Name, o.Kernel.Factory = kernels.Default, AdditiveKernel
 	}
 	return o
 }

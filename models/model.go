@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -153,10 +152,11 @@ func (m *Model) inducing(n int) int {
 }
 
 // initialize creates the parameters from the training data, following the
-// original code: ℓ = median pairwise distance of 1000 rows drawn with
-// replacement (SE), amplitude e, σ₀² = e⁻²⁰; inducing points drawn per
-// latent function with replacement from the training rows (the "full"
-// family: Z = X, held fixed); q(u) at the prior; the input model's own.
+// original code: the kernel's from 1000 rows drawn with replacement (each
+// registered kernel initialises itself: kernels.Factory); inducing points
+// drawn per latent function with replacement from the training rows (the
+// "full" family: Z = X, held fixed); q(u) at the prior; the input model's
+// own.
 func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 	o := m.Opts
 	m.D, m.C, m.N = train.D, train.C, train.N
@@ -165,13 +165,9 @@ func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 	}
 	rng := rand.New(rand.NewPCG(o.Train.Seed, 0x6770))
 	latent := m.lik.Latent(m.C)
-	init := KernelInit{Variance: math.E, Noise: math.Exp(-20)}
-	if o.Kernel.Name == "poly" {
-		init = KernelInit{Lengthscale: meanSquaredNorm(train, rng), Variance: 1.0 / 512, Noise: 1}
-	} else {
-		init.Lengthscale = medianDistance(train, rng)
-	}
-	if err := m.makeKernels(latent, init); err != nil {
+	// The kernel's sample of rows is drawn whatever the kernel (1000
+	// draws), so the inducing inputs drawn next do not depend on it.
+	if err := m.makeKernels(latent, kernels.NewData(train.X, train.N, train.D, rng)); err != nil {
 		return err
 	}
 	M := m.inducing(m.N)
@@ -243,7 +239,7 @@ func (m *Model) allocate(d, c, n, M int) error {
 		return err
 	}
 	latent := m.lik.Latent(c)
-	if err := m.makeKernels(latent, KernelInit{Lengthscale: 1, Variance: 1, Noise: 1}); err != nil {
+	if err := m.makeKernels(latent, nil); err != nil {
 		return err
 	}
 	post, err := variational.New("q", m.postConfig(latent, M, m.Opts.Posterior.Jitter), m.kernels, nil)
@@ -252,88 +248,6 @@ func (m *Model) allocate(d, c, n, M int) error {
 	}
 	m.post = post
 	return m.inputs.Init(d, c, nil, m.Opts.Train.Seed)
-}
-
-func (m *Model) makeKernels(latent int, init KernelInit) error {
-	m.kernels = make([]kernels.Kernel, latent)
-	for c := range m.kernels {
-		if c > 0 && m.Opts.Kernel.Shared {
-			m.kernels[c] = m.kernels[0]
-			continue
-		}
-		k, err := m.makeKernel(fmt.Sprintf("k%d", c), init)
-		if err != nil {
-			return err
-		}
-		m.kernels[c] = k
-	}
-	return nil
-}
-
-func (m *Model) makeKernel(name string, init KernelInit) (kernels.Kernel, error) {
-	o := m.Opts.Kernel
-	if o.Factory != nil {
-		return o.Factory(name, m.D, init), nil
-	}
-	switch o.Name {
-	case "se":
-		return kernels.NewSE(name, m.D, init.Lengthscale, init.Variance, init.Noise), nil
-	case "poly":
-		return kernels.NewPolynomial(name, o.Degree, m.D, init.Lengthscale, init.Variance, init.Noise), nil
-	case "matern32":
-		return kernels.NewMatern(name, 1.5, m.D, init.Lengthscale, init.Variance, init.Noise)
-	case "matern52":
-		return kernels.NewMatern(name, 2.5, m.D, init.Lengthscale, init.Variance, init.Noise)
-	case "linear":
-		return kernels.NewLinear(name, m.D, init.Lengthscale), nil
-	}
-	return nil, fmt.Errorf("models: unknown kernel %q", o.Name)
-}
-
-// medianDistance is √(median squared distance) between pairs of 1000 rows
-// drawn with replacement (the original code's ℓ, which divides d²).
-func medianDistance(ds *datasets.Dataset, rng *rand.Rand) float64 {
-	n := 1000
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = rng.IntN(ds.N)
-	}
-	var d2 []float64
-	for i := 0; i < n; i++ {
-		a := ds.Row(idx[i])
-		for j := i + 1; j < n; j++ {
-			b := ds.Row(idx[j])
-			var s float64
-			for t := range a {
-				s += (a[t] - b[t]) * (a[t] - b[t])
-			}
-			d2 = append(d2, s)
-		}
-	}
-	slices.Sort(d2)
-	med := d2[len(d2)/2]
-	if len(d2)%2 == 0 {
-		med = 0.5 * (d2[len(d2)/2-1] + d2[len(d2)/2])
-	}
-	if med <= 0 {
-		return 1
-	}
-	return math.Sqrt(med)
-}
-
-// meanSquaredNorm is the mean ‖x‖² of 1000 random rows (the polynomial
-// kernel's initial ℓ in the original MNIST code).
-func meanSquaredNorm(ds *datasets.Dataset, rng *rand.Rand) float64 {
-	var s float64
-	for i := 0; i < 1000; i++ {
-		for _, v := range ds.Row(rng.IntN(ds.N)) {
-			s += v * v
-		}
-	}
-	if s <= 0 {
-		return 1
-	}
-	return s / 1000
 }
 
 // Kernels returns the latent functions' kernels (one per latent function;

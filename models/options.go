@@ -25,18 +25,26 @@ import (
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 )
 
-// KernelInit carries the data-driven initial values a kernel factory uses.
+// KernelInit carries the data-driven initial values a KernelFactory
+// receives: those of the kernel KernelOptions.Name names when it reports
+// them (kernels.InitReporter: SE, Matérn and polynomial — the polynomial's
+// ℓ is the mean squared norm), else those of the stationary kernels (ℓ,
+// dividing squared distances, the median pairwise distance of 1000
+// training rows drawn with replacement; σ² = e; σ₀² = e⁻²⁰); all ones when
+// Load rebuilds the kernel for the stored values to overwrite. A
+// registered kernel (kernels.Register) initialises itself instead, from
+// kernels.Data.
 type KernelInit struct {
-	// Lengthscale is ℓ (dividing squared distances): the median pairwise
-	// distance of up to 1000 training rows for stationary kernels, the mean
-	// squared norm for the polynomial kernel.
 	Lengthscale float64
 	Variance    float64 // σ²
 	Noise       float64 // σ₀²
 }
 
 // KernelFactory makes latent function c's kernel; name is unique per
-// function. It is how a user-written kernel enters a model.
+// function. It is how a user-written kernel enters a model through the
+// API; one registered with kernels.Register can instead be named in
+// KernelOptions.Name (and on the command line and in specs), and a saved
+// model with it reloads without the factory.
 type KernelFactory func(name string, d int, init KernelInit) kernels.Kernel
 
 // Options composes a model. Model names a preset whose parts fill what the
@@ -67,10 +75,14 @@ type Options struct {
 
 // KernelOptions selects the kernel of every latent function.
 type KernelOptions struct {
-	// Name is "se" (default), "poly", "matern32", "matern52" or "linear";
-	// Factory, if set, overrides it.
+	// Name is a kernel expression over the registered kernels
+	// (kernels.Names: se, the default, poly, matern32, …; sums and products
+	// such as "matern52+linear" or "se*poly(3)", see kernels.Parse). Save
+	// stores it and Load rebuilds it. Factory, if set, overrides it for
+	// building; Name then still tells Load which kernel has the
+	// factory's parameters, if any does.
 	Name    string
-	Degree  int           // polynomial degree (default 9)
+	Degree  int           // degree of a kernel that has one and is given none in Name (default 9)
 	Factory KernelFactory `json:"-"`
 	// Shared gives all latent functions one kernel, hyper-parameters
 	// included (GPflow's single kernel with num_latent = C, which the
@@ -110,8 +122,9 @@ type PosteriorOptions struct {
 	Inducing int
 	Whitened bool
 	SharedZ  bool
-	// Jitter on K_ZZ and k(x,x): 1e-3 for stationary kernels, 1e-10 for the
-	// polynomial one, as in the original code.
+	// Jitter on K_ZZ and k(x,x); zero takes the kernel's own
+	// (kernels.JitterOf: 1e-3 for stationary kernels, 1e-10 for the
+	// polynomial one, as in the original code).
 	Jitter float64
 	// ZInit is how inducing inputs start: "random" (rows drawn with
 	// replacement, per latent function: the noisy-input paper's code) or
@@ -247,7 +260,7 @@ func describeLikelihood(name string) string {
 // Defaults fills zero fields with the original code's settings.
 func (o Options) Defaults() Options {
 	if o.Kernel.Name == "" {
-		o.Kernel.Name = "se"
+		o.Kernel.Name = kernels.Default
 	}
 	if o.Kernel.Degree == 0 {
 		o.Kernel.Degree = 9
@@ -265,10 +278,7 @@ func (o Options) Defaults() Options {
 		o.Posterior.ZInit = "random"
 	}
 	if o.Posterior.Jitter == 0 {
-		o.Posterior.Jitter = 1e-3
-		if o.Kernel.Name == "poly" {
-			o.Posterior.Jitter = 1e-10
-		}
+		o.Posterior.Jitter = defaultJitter(o.Kernel)
 	}
 	o.Inputs.Config = o.Inputs.Config.Defaults()
 	if o.Inference == "" {
@@ -289,9 +299,6 @@ func (o Options) Defaults() Options {
 	return o
 }
 
-// KernelNames are the built-in kernels.
-var KernelNames = []string{"se", "poly", "matern32", "matern52", "linear"}
-
 // Optimizers are the svi engine's optimisers.
 var Optimizers = []string{"adam", "adadelta", "lbfgs"}
 
@@ -300,8 +307,8 @@ var PosteriorFamilies = []string{"sparse", "full"}
 
 // Validate reports the first invalid setting of resolved options.
 func (o Options) Validate() error {
-	if o.Kernel.Factory == nil && !contains(KernelNames, o.Kernel.Name) {
-		return fmt.Errorf("models: unknown kernel %q (want %s)", o.Kernel.Name, joinOr(KernelNames))
+	if err := checkKernel(o.Kernel); err != nil {
+		return err
 	}
 	if o.Likelihood.Custom == nil {
 		if _, err := likelihoods.New(o.Likelihood.Name, likelihoods.Config{Epsilon: o.Likelihood.Epsilon, Points: o.Likelihood.Quadrature}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/layers"
 )
 
 // FormatVersion is the newest version of the model file format written by
@@ -53,8 +54,11 @@ type savedModel struct {
 
 // Save writes the model to a versioned JSON file: its composition and every
 // parameter needed for prediction (per-row local parameters such as NIMGP's
-// q(x_i), which prediction does not use, are not stored). A user-written
-// kernel or likelihood is not serialisable; Load needs it again.
+// q(x_i), which prediction does not use, are not stored). The kernel is
+// stored as its expression (KernelOptions.Name), which Load rebuilds from
+// the registry: a user's kernel registered with kernels.Register reloads
+// in any program that registers it. A KernelOptions.Factory or a
+// user-written likelihood is not serialisable; Load needs it again.
 func (m *Model) Save(path string) error {
 	if m.post == nil {
 		return errors.New("models: cannot save an untrained model")
@@ -134,6 +138,9 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 			opts.Likelihood.Name = "custom"
 		}
 	}
+	if err := unregisteredKernel(path, opts.Kernel); err != nil {
+		return nil, err
+	}
 	if opts.Likelihood.Name == "custom" && opts.Likelihood.Custom == nil {
 		return nil, fmt.Errorf("models: %s was trained with a user-written likelihood; pass it to Load", path)
 	}
@@ -163,8 +170,17 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 	for _, p := range s.Params {
 		byName[p.Name] = p
 	}
+	kernelParam := map[*layers.Param]bool{}
+	for _, k := range m.kernels {
+		for _, p := range k.Params() {
+			kernelParam[p] = true
+		}
+	}
 	for _, p := range m.params() {
 		sp, ok := byName[p.Name]
+		if !ok && kernelParam[p] {
+			return nil, fmt.Errorf("models: %s has no parameter %q of the kernel %q built to load it: the model was trained with another kernel (a KernelOptions.Factory? pass it to Load, or register the kernel with kernels.Register and name it)", path, p.Name, opts.Kernel.Name)
+		}
 		if !ok {
 			return nil, fmt.Errorf("models: %s has no parameter %q", path, p.Name)
 		}

@@ -107,21 +107,61 @@ func noisePlus(k Kernel, s *layers.Scope, j *G.Node) (*G.Node, error) {
 // ARD holds what the stationary and dot-product kernels share: per-dimension
 // scales ℓ_j that divide squared differences (the papers' parameterisation:
 // ℓ_j is a squared length-scale), an amplitude σ² and a white noise σ₀².
+// The shape of Lengthscales decides the kind: a d-vector is ARD, a scalar
+// one ℓ shared by every dimension (isotropic).
 type ARD struct {
-	Lengthscales *layers.Param // d, positive
+	Lengthscales *layers.Param // d, or a scalar (isotropic); positive
 	Variance     *layers.Param // σ², positive
 	WhiteNoise   *layers.Param // σ₀², positive; nil for none
+	// d is the input width; the scalar ℓ of an isotropic kernel does not
+	// carry it.
+	d int
+	// init are the values it was built with (Initial).
+	init Init
 }
 
 func newARD(name string, d int, ell, variance, noise float64) ARD {
+	return newScales(name, d, tensor.Shape{d}, ell, variance, noise)
+}
+
+// newScales is newARD with the length-scales' shape given: {d} or scalar.
+func newScales(name string, d int, shape tensor.Shape, ell, variance, noise float64) ARD {
 	a := ARD{
-		Lengthscales: layers.NewParam(name+"/lengthscales", tensor.Shape{d}, ell, layers.Exp),
+		Lengthscales: layers.NewParam(name+"/lengthscales", shape, ell, layers.Exp),
 		Variance:     layers.NewParam(name+"/variance", tensor.ScalarShape(), variance, layers.Exp),
+		d:            d,
+		init:         Init{Lengthscale: ell, Variance: variance, Noise: noise},
 	}
 	if noise > 0 {
 		a.WhiteNoise = layers.NewParam(name+"/white", tensor.ScalarShape(), noise, layers.Exp)
 	}
 	return a
+}
+
+// Initial implements InitReporter: the ℓ, σ² and σ₀² the kernel was built
+// with, exactly as given (the parameters hold their logarithms).
+func (a ARD) Initial() Init { return a.init }
+
+// Isotropic reports whether one ℓ serves every dimension.
+func (a ARD) Isotropic() bool { return a.Lengthscales.Shape.IsScalar() }
+
+// width is the number of input columns the kernel takes.
+func (a ARD) width() int {
+	if a.Isotropic() {
+		return a.d
+	}
+	return a.Lengthscales.Shape[0]
+}
+
+// rawScales returns the d-vector of log ℓ_j: the parameter itself for ARD,
+// its one value broadcast for an isotropic kernel (so that its gradient is
+// the sum over dimensions).
+func (a ARD) rawScales(s *layers.Scope) (*G.Node, error) {
+	raw, err := s.Raw(a.Lengthscales)
+	if err != nil || !a.Isotropic() {
+		return raw, err
+	}
+	return graph.BroadcastTo(raw, tensor.Shape{a.d}, []int{0})
 }
 
 // Params returns ℓ, σ² and σ₀² (if any).
@@ -143,11 +183,10 @@ func (a ARD) Noise(s *layers.Scope) (*G.Node, error) {
 
 // Scale returns x with column j divided by √ℓ_j.
 func (a ARD) Scale(s *layers.Scope, x *G.Node) (*G.Node, error) {
-	xs := x.Shape()
-	if len(xs) != 2 || xs[1] != a.Lengthscales.Shape[0] {
-		return nil, fmt.Errorf("kernels: input of shape %v, kernel %s expects %d columns", xs, a.Lengthscales.Name, a.Lengthscales.Shape[0])
+	if err := a.checkWidth(x); err != nil {
+		return nil, err
 	}
-	raw, err := s.Raw(a.Lengthscales)
+	raw, err := a.rawScales(s)
 	if err != nil {
 		return nil, err
 	}
@@ -163,13 +202,13 @@ func (a ARD) Scale(s *layers.Scope, x *G.Node) (*G.Node, error) {
 
 // weights returns w = 1/ℓ as a vector and as a D×1 column.
 func (a ARD) weights(s *layers.Scope) (vec, col *G.Node, err error) {
-	raw, err := s.Raw(a.Lengthscales)
+	raw, err := a.rawScales(s)
 	if err != nil {
 		return nil, nil, err
 	}
 	e := &graph.Chain{}
 	vec = e.Do(G.Exp(e.Do(G.Neg(raw))))
-	col = e.Do(graph.Reshape(vec, tensor.Shape{a.Lengthscales.Shape[0], 1}))
+	col = e.Do(graph.Reshape(vec, tensor.Shape{a.width(), 1}))
 	return vec, col, e.Err
 }
 
@@ -206,8 +245,8 @@ func (a ARD) weightedSqNorms(s *layers.Scope, x *G.Node) (*G.Node, error) {
 
 func (a ARD) checkWidth(x *G.Node) error {
 	xs := x.Shape()
-	if len(xs) != 2 || xs[1] != a.Lengthscales.Shape[0] {
-		return fmt.Errorf("kernels: input of shape %v, kernel %s expects %d columns", xs, a.Lengthscales.Name, a.Lengthscales.Shape[0])
+	if len(xs) != 2 || xs[1] != a.width() {
+		return fmt.Errorf("kernels: input of shape %v, kernel %s expects %d columns", xs, a.Lengthscales.Name, a.width())
 	}
 	return nil
 }
@@ -244,12 +283,17 @@ func (a ARD) distanceTerms(s *layers.Scope, x, z *G.Node) (cross, xx, zz, v *G.N
 }
 
 // SE is the squared-exponential kernel with ARD,
-// k(x,z) = σ² exp(−½ Σ_j (x_j−z_j)²/ℓ_j).
+// k(x,z) = σ² exp(−½ Σ_j (x_j−z_j)²/ℓ_j), or isotropic (one ℓ).
 type SE struct{ ARD }
 
 // NewSE returns an SE-ARD kernel on d inputs; noise is σ₀² (0 for none).
 func NewSE(name string, d int, lengthscale, variance, noise float64) *SE {
 	return &SE{newARD(name, d, lengthscale, variance, noise)}
+}
+
+// NewSEIso returns an isotropic SE kernel on d inputs: one ℓ for all.
+func NewSEIso(name string, d int, lengthscale, variance, noise float64) *SE {
+	return &SE{newScales(name, d, tensor.ScalarShape(), lengthscale, variance, noise)}
 }
 
 // K implements Kernel: σ² exp(−½ (‖x‖²_w + ‖z‖²_w − 2 x·diag(w)·z)), w = 1/ℓ.
@@ -264,7 +308,8 @@ func (k *SE) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 // Diag implements Kernel.
 func (k *SE) Diag(s *layers.Scope, x *G.Node) (*G.Node, error) { return k.constantDiag(s, x) }
 
-// Matern is the Matérn kernel with ν = 3/2 or 5/2 and ARD, in r = √(Σ_j (x_j−z_j)²/ℓ_j).
+// Matern is the Matérn kernel with ν = 3/2 or 5/2 and ARD (or isotropic,
+// as SE), in r = √(Σ_j (x_j−z_j)²/ℓ_j).
 type Matern struct {
 	ARD
 	Nu float64
@@ -276,6 +321,16 @@ func NewMatern(name string, nu float64, d int, lengthscale, variance, noise floa
 		return nil, fmt.Errorf("kernels: Matérn ν = %g; only 1.5 and 2.5 are supported", nu)
 	}
 	return &Matern{newARD(name, d, lengthscale, variance, noise), nu}, nil
+}
+
+// NewMaternIso returns an isotropic Matérn kernel (one ℓ) with nu 1.5 or 2.5.
+func NewMaternIso(name string, nu float64, d int, lengthscale, variance, noise float64) (*Matern, error) {
+	k, err := NewMatern(name, nu, d, lengthscale, variance, noise)
+	if err != nil {
+		return nil, err
+	}
+	k.ARD = newScales(name, d, tensor.ScalarShape(), lengthscale, variance, noise)
+	return k, nil
 }
 
 // K implements Kernel: σ² f(r) with r² = ‖x‖²_w + ‖z‖²_w − 2 x·diag(w)·z
@@ -366,7 +421,7 @@ func NewLinear(name string, d int, lengthscale float64) *Linear {
 // Params implements Kernel.
 func (k *Linear) Params() []*layers.Param { return []*layers.Param{k.Lengthscales} }
 
-func (k *Linear) ard() ARD { return ARD{Lengthscales: k.Lengthscales} }
+func (k *Linear) ard() ARD { return ARD{Lengthscales: k.Lengthscales, d: k.Lengthscales.Shape[0]} }
 
 // K implements Kernel.
 func (k *Linear) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {

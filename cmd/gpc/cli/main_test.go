@@ -106,6 +106,8 @@ func TestUsageErrors(t *testing.T) {
 		{"zero inducing", with("--inducing", "0"), "--inducing 0"},
 		{"negative lr", with("--lr", "-1"), "--lr -1"},
 		{"bad kernel", with("--kernel", "rbf"), `unknown kernel "rbf"`},
+		{"bad kernel expression", with("--kernel", "se+*linear"), `position 4: expected a kernel name or (, found "*"`},
+		{"bad kernel argument", with("--kernel", "poly(0)"), `poly(0): the degree must be an integer`},
 		{"bad hidden", with("--hidden", "50,x"), `--hidden "50,x"`},
 		{"predict without input", []string{"predict", "--model", out, "--out", "p.csv"}, "--input FILE.csv is required"},
 		{"predict learn noise", []string{"predict", "--model", out, "--input", train, "--out", "p.csv", "--input-noise", "learn"}, "only for training"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/layers/inputs"
+	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models"
 )
@@ -115,8 +116,6 @@ func modelHelp() string {
 	return b.String()
 }
 
-var kernelNames = models.KernelNames
-
 // trainArgs is the parsed command line of gpc train.
 type trainArgs struct {
 	train, out    string
@@ -180,8 +179,8 @@ adadelta) checkpoints.`)
 	inducing := f.Int("inducing", 100, "inducing points per class, `M` (capped at the training size)")
 	lr := f.Float64("lr", 0.01, "Adam learning `rate`")
 	seed := f.Uint64("seed", 0, "random `seed` (initialisation, shuffling, sampling)")
-	kernel := f.String("kernel", "se", "`kernel`: "+strings.Join(kernelNames, ", "))
-	degree := f.Int("degree", 9, "polynomial kernel `degree` (with --kernel poly)")
+	kernel := f.String("kernel", kernels.Default, "`kernel` expression: "+kernels.Describe())
+	degree := f.Int("degree", 9, "`degree` of a kernel that has one and is given none in --kernel (poly; poly(3) sets it in the expression)")
 	f.StringVar(&hidden, "hidden", "50", "nimgp-nn: hidden layer `sizes`, comma-separated")
 	residual := f.Bool("residual", false, "nimgp-nn: start q(x) at the observed input (residual networks)")
 	samples := f.Int("test-samples", 500, "nimgp, nimgp-nn: Monte Carlo `samples` of the noiseless test input per prediction")
@@ -228,12 +227,8 @@ adadelta) checkpoints.`)
 	case a.checkpointEvery < 0:
 		return nil, usagef("--checkpoint-every %v: the interval must not be negative", a.checkpointEvery)
 	}
-	known := false
-	for _, k := range kernelNames {
-		known = known || k == *kernel
-	}
-	if !known {
-		return nil, usagef("unknown kernel %q (want one of %s)", *kernel, strings.Join(kernelNames, ", "))
+	if _, err := kernels.Build(*kernel, kernels.Config{Name: "probe", D: 1, Degree: *degree}); err != nil {
+		return nil, usagef("--kernel %q: %v (registered kernels: %s)", *kernel, err, kernels.Describe())
 	}
 	h, err := parseHidden(hidden)
 	if err != nil {
