@@ -119,6 +119,11 @@ type reporter struct {
 	// size, for Splice.
 	tables map[string]string
 	total  int
+	// judged holds each table's verdict label and tallies by table ID,
+	// for the scoreboard.
+	judged map[string][]judgement
+	// spread caches nllSpread by dataset|setting.
+	spread map[string]float64
 }
 
 func groupKey(d, s, m string) string { return d + "|" + s + "|" + m }
@@ -365,13 +370,59 @@ func (rp *reporter) statFor(rs []Result, metric string) stat {
 			// A run from before its spec asked for the bootstrap kept no
 			// per-point losses; for 0/1 losses the bootstrap's standard
 			// deviation is that of a binomial proportion, √(e(1−e)/n), which
-			// the resampling only estimates. A NLL has no such form: such a
-			// run's NLL is shown without a spread and not judged.
+			// the resampling only estimates.
 			st.se = math.Sqrt(r.Error * (1 - r.Error) / float64(r.NTest))
 			st.boot = true
+		case metric == "nll" && r.NTest > 0 && !math.IsNaN(r.NLL):
+			// A NLL has no such form: such a run takes the per-point
+			// spread (σ/mean) of the runs on the same data that kept their
+			// losses, which the bootstrap's σ/√n then follows; with no such
+			// run it is shown without a spread and not judged.
+			if cv, ok := rp.nllSpread(r.Dataset, r.Setting); ok {
+				st.se = r.NLL * cv / math.Sqrt(float64(r.NTest))
+				st.boot = true
+			}
 		}
 	}
 	return st
+}
+
+// nllSpread is the mean ratio σ/mean of the per-point NLLs of the runs on
+// dataset that kept them: those of the same setting (the same test set)
+// when there are any, else those of every setting.
+func (rp *reporter) nllSpread(dataset, setting string) (float64, bool) {
+	k := dataset + "|" + setting
+	if v, ok := rp.spread[k]; ok {
+		return v, !math.IsNaN(v)
+	}
+	cv := func(sameSetting bool) float64 {
+		var sum float64
+		var n int
+		for _, r := range rp.results {
+			if r.Dataset != dataset || len(r.PointNLL) < 2 || sameSetting && r.Setting != setting {
+				continue
+			}
+			st := summarize(r.PointNLL)
+			if st.mean <= 0 || math.IsNaN(st.se) {
+				continue
+			}
+			sum += st.se * math.Sqrt(float64(st.n)) / st.mean
+			n++
+		}
+		if n == 0 {
+			return math.NaN()
+		}
+		return sum / float64(n)
+	}
+	v := cv(true)
+	if math.IsNaN(v) {
+		v = cv(false)
+	}
+	if rp.spread == nil {
+		rp.spread = map[string]float64{}
+	}
+	rp.spread[k] = v
+	return v, !math.IsNaN(v)
 }
 
 func (rp *reporter) resultsTable(tb Table) {
@@ -389,7 +440,7 @@ func (rp *reporter) resultsTable(tb Table) {
 		sep += "---|"
 	}
 	rp.printf("%s\n%s\n", hdr, sep)
-	tv := &tableVerdict{timing: tb.Metric == "seconds_per_epoch", notComparable: tb.NotComparable}
+	tv := &tableVerdict{timing: tb.Metric == "seconds_per_epoch", notComparable: rp.notComparable(tb)}
 	for _, st := range rp.tableSettings(tb) {
 		for _, d := range rp.s.Datasets {
 			row := "| " + st.Name + " |"
@@ -454,7 +505,7 @@ func (rp *reporter) resultsTable(tb Table) {
 		}
 	}
 	rp.printf("\nVerdict (computed): %s.\n\n", tv.text())
-	rp.verdicts = append(rp.verdicts, TableVerdict{Table: tb.ID, Verdict: tv.text()})
+	rp.recordTV(tb, tv)
 	if tb.Note != "" {
 		rp.printf("%s\n\n", tb.Note)
 	}
