@@ -249,6 +249,9 @@ func mainReport(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(pos[0], "report.md"), filepath.Join(pos[0], "report.json"))
+	if miss, err := MissingRuns(pos[0]); err == nil && miss != "" {
+		fmt.Fprintf(stdout, "incomplete: %s\n", miss)
+	}
 	return 0
 }
 

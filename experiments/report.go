@@ -122,6 +122,8 @@ type reporter struct {
 	// judged holds each table's verdict label and tallies by table ID,
 	// for the scoreboard.
 	judged map[string][]judgement
+	// missing names the runs without a result and their shards.
+	missing string
 	// spread caches nllSpread by dataset|setting.
 	spread map[string]float64
 }
@@ -168,13 +170,16 @@ func newReporter(dir, dataDir string) (*reporter, int, error) {
 		planned[groupKey(r.Dataset, r.Setting.Name, r.Method.Name)]++
 	}
 	rp := &reporter{s: s, dir: dir, dataDir: dataDir, by: map[string][]Result{}, planned: planned}
+	done := map[string]bool{}
 	for _, r := range st.results() {
 		if keys[r.Key] {
 			rp.results = append(rp.results, r)
 			k := groupKey(r.Dataset, r.Setting, r.Method)
 			rp.by[k] = append(rp.by[k], r)
+			done[r.Key] = true
 		}
 	}
+	rp.missing = missingRuns(dir, Expand(s), done)
 	return rp, len(keys), nil
 }
 
@@ -185,6 +190,9 @@ func (rp *reporter) render(total int) {
 	rp.printf("# %s\n\n", s.Title)
 	rp.printf("Spec `%s` (family %s). Paper values: %s.\n\n", s.Name, s.Family, s.Source)
 	rp.printf("Budget: %s. Runs finished: %d of %d.\n\n", s.Budget, len(rp.results), total)
+	if rp.missing != "" {
+		rp.printf("Incomplete: %s.\n\n", rp.missing)
+	}
 	switch rp.s.Protocol.Uncertainty {
 	case "median2sd":
 		rp.printf("Cells read `ours: median ± 2 standard deviations over the folds [n runs] · paper`; `—` means no value.\n\n")
