@@ -83,4 +83,3 @@ func MissingRuns(dir string) (string, error) {
 	}
 	return missingRuns(dir, Expand(s), done), nil
 }
-

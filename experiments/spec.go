@@ -14,7 +14,20 @@
 // and runs executed) and its figures — is registered by that paper's files
 // (RegisterPaper): noisyinputs*.go for "Multi-class Gaussian Process
 // Classification with Noisy Inputs" (families toy1d, synthetic, uci,
-// mnist, astro, active; figures fig1 … fig8).
+// mnist, astro, active; figures fig1 … fig8), svgpclass*.go for "Scalable
+// Variational Gaussian Process Classification" (banana, raetsch,
+// mnist_oddeven, airline), robust*.go for "Robust Multi-class Gaussian
+// Process Classification" (robust_uci, robust_outliers, with the fitters
+// of RMGPC, SMGPC and HTPC) and additive*.go for "Scalable Gaussian Process
+// Classification with Additive Noise for Various Likelihoods" (liu_uci,
+// liu_toy, liu_delta).
+//
+// Splice rewrites a markdown document's generated blocks from the committed
+// results: each table with its computed verdict, the verdict rule, and the
+// scoreboard of every table and figure of the papers (Scoreboard), so that
+// docs/REPRODUCTION.md cannot drift from the results. A grid runs in shards
+// (--shard i/n) on a cluster (experiments/cluster); a report names the
+// shards still missing runs.
 package experiments
 
 import (
