@@ -92,7 +92,7 @@ func TestSlurmArrayRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := func(id, lo, hi, count int) (string, error) {
-		cmd := exec.Command("bash", script, "experiments/t1_toy.yaml", "/results/t1")
+		cmd := exec.Command("bash", script, "experiments/t1_toy.yaml", "/results/t1", "--quick")
 		cmd.Env = append(os.Environ(), "GPC="+fake, "GPC_DATA=/data",
 			fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d", id), fmt.Sprintf("SLURM_ARRAY_TASK_MIN=%d", lo),
 			fmt.Sprintf("SLURM_ARRAY_TASK_MAX=%d", hi), fmt.Sprintf("SLURM_ARRAY_TASK_COUNT=%d", count),
@@ -118,6 +118,9 @@ func TestSlurmArrayRanges(t *testing.T) {
 				t.Fatalf("task %d ran %q", id, out)
 			}
 			m := shardArg.FindStringSubmatch(out)
+			if !strings.HasSuffix(strings.TrimSpace(out), "--data-dir /data --quick") {
+				t.Fatalf("task %d did not pass on the extra flags: %q", id, out)
+			}
 			if m == nil || m[2] != "32" {
 				t.Fatalf("--array=%d-%d task %d: %q, want --shard i/32", lo, hi, id, out)
 			}
