@@ -93,6 +93,7 @@ func TestSlurmArrayRanges(t *testing.T) {
 	}
 	task := func(id, lo, hi, count int) (string, error) {
 		cmd := exec.Command("bash", script, "experiments/t1_toy.yaml", "/results/t1", "--quick")
+		cmd.Dir = ".."
 		cmd.Env = append(os.Environ(), "GPC="+fake, "GPC_DATA=/data",
 			fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d", id), fmt.Sprintf("SLURM_ARRAY_TASK_MIN=%d", lo),
 			fmt.Sprintf("SLURM_ARRAY_TASK_MAX=%d", hi), fmt.Sprintf("SLURM_ARRAY_TASK_COUNT=%d", count),
@@ -137,8 +138,15 @@ func TestSlurmArrayRanges(t *testing.T) {
 	if out, err := task(2, 0, 62, 32); err == nil || !strings.Contains(out, "contiguous") {
 		t.Fatalf("a stepped array ran: %v %q", err, out)
 	}
+	// Arguments out of order (no spec): refused, naming them.
+	cmd0 := exec.Command("bash", script, "/results/t1", "--quick")
+	cmd0.Env = append(os.Environ(), "GPC="+fake, "GPC_DATA=/data", "SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_MIN=1", "SLURM_ARRAY_TASK_MAX=2", "SLURM_ARRAY_TASK_COUNT=2")
+	if out, err := cmd0.CombinedOutput(); err == nil || !strings.Contains(string(out), "want a spec file") {
+		t.Fatalf("ran without a spec: %v %s", err, out)
+	}
 	// Not in an array: refused.
 	cmd := exec.Command("bash", script, "experiments/t1_toy.yaml", "/results/t1")
+	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "GPC="+fake, "GPC_DATA=/data", "SLURM_ARRAY_TASK_ID=", "SLURM_ARRAY_TASK_MIN=", "SLURM_ARRAY_TASK_MAX=")
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "job array") {
 		t.Fatalf("ran outside an array: %v %s", err, out)
