@@ -66,8 +66,9 @@ type Spec struct {
 	// liu_toy and liu_delta (additive noise).
 	Family string `yaml:"family" json:"family"`
 	// Generator says where generated problems come from: "" or "paper"
-	// (the authors' generator as published, or a data file) or "own" (a
-	// generator of ours standing in for one the authors did not publish).
+	// (a data file, or a generator as the paper specifies it) or "own" (a
+	// generator of ours standing in for one the paper does not specify and
+	// the authors did not publish).
 	// Every table of an "own" spec is judged not comparable (VerdictRule).
 	Generator string `yaml:"generator" json:"generator,omitempty"`
 	// Seed offsets every random seed of the spec (split s uses Seed+s).

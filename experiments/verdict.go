@@ -30,7 +30,7 @@ const VerdictRule = `Verdicts are computed from the runs by this rule, never wri
   are judged by the ordering alone. A table with runs missing says how many cells are complete.
   A table whose runs are not the paper's experiment is *not comparable* whatever its values, which
   are still compared beside it: its problems come from a generator of ours standing in for one the
-  authors did not publish (the spec's generator: own), or its spec's not_comparable says why.
+  paper does not specify (the spec's generator: own), or its spec's not_comparable says why.
 - **Budget**: every table states the budget run. With few runs the standard errors, and so the
   tolerance, are wide: a quick-profile "reproduced" means the paper's values are not contradicted
   at that budget, not that they are confirmed.`
@@ -323,7 +323,7 @@ func (tv *tableVerdict) text() string {
 
 // ownGenerator is the reason a table of a spec with generator: own is not
 // comparable.
-const ownGenerator = "its problems come from a generator of ours, standing in for one the authors did not publish"
+const ownGenerator = "its problems come from a generator of ours, standing in for one the paper does not specify and the authors did not publish"
 
 // notComparable is why a table's runs are not the paper's experiment, from
 // its spec's properties ("" when they are).
