@@ -7,9 +7,12 @@
 //     panic on malformed input and report every problem as a *ParseError
 //     carrying file:line:column, so a user can jump straight to the bad cell.
 //   - Loaders for the data of the papers gpc reproduces (the gpinputnoise UCI
-//     sets and the Fermi-LAT astrophysics table), which follow the
-//     PROVENANCE.md files under the shared data directory; every quirk that
-//     had to be resolved is written next to the code that resolves it.
+//     sets and the Fermi-LAT astrophysics table, MNIST, Rätsch's benchmark
+//     sets and banana, the Delgado et al. UCI collection, the airline-delay
+//     stand-in), which follow the PROVENANCE.md files under the shared data
+//     directory; every quirk that had to be resolved is written next to the
+//     code that resolves it. FetchMNIST and FetchAirline download the two
+//     sets the data directory need not hold (gpc data fetch).
 //   - Generators for the synthetic problems of the noisy-inputs paper (the
 //     1-D toy of §5.1 and the GP-prior problems of §5.2 and Appendix B, each
 //     with its Bayes-optimal predictive under input noise: Toy1DProblem,

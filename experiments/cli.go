@@ -22,6 +22,7 @@ const usage = `usage:
                      [--data-dir D] [--quick] [--dry-run] [--shard i/n]
   gpc experiment report DIR [--data-dir D]
   gpc experiment splice FILE.md [--root R] [--data-dir D]
+  gpc experiment scoreboard [--root R] [--data-dir D]
 
 run expands the spec's grid (data sets × settings × methods × splits), runs
 it on W parallel workers (while as many fits run as there are cores, each
@@ -56,7 +57,11 @@ runners under way are not disturbed).
 splice rewrites the generated blocks of a markdown file (such as
 docs/REPRODUCTION.md): <!-- gpc:table DIR ID --> … <!-- gpc:end --> gets
 table ID of the results in DIR (relative to R, default .) with its computed
-verdict, <!-- gpc:rule --> … <!-- gpc:end --> the verdict rule.
+verdict, <!-- gpc:rule --> … <!-- gpc:end --> the verdict rule,
+<!-- gpc:scoreboard --> … <!-- gpc:end --> the scoreboard.
+scoreboard prints the scoreboard: every table and figure of the papers
+(experiments/scoreboard.go), the budget run and the verdict computed from
+the committed results under R/experiments/results.
 `
 
 // Main is the `gpc experiment` command: args are the words after
@@ -78,6 +83,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return mainReport(args[1:], stdout, stderr)
 	case "splice":
 		return mainSplice(args[1:], stdout, stderr)
+	case "scoreboard":
+		return mainScoreboard(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "gpc experiment: unknown command %q\n\n%s", args[0], usage)
 	return 2
@@ -242,6 +249,9 @@ func mainReport(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(pos[0], "report.md"), filepath.Join(pos[0], "report.json"))
+	if miss, err := MissingRuns(pos[0]); err == nil && miss != "" {
+		fmt.Fprintf(stdout, "incomplete: %s\n", miss)
+	}
 	return 0
 }
 
@@ -269,6 +279,25 @@ func mainSplice(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "%s is up to date\n", pos[0])
 	}
+	return 0
+}
+
+func mainScoreboard(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gpc experiment scoreboard", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", "", "data directory (for generated tables)")
+	root := fs.String("root", ".", "the repository, whose experiments/results the scoreboard reads")
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	pos, err := parseInterleaved(fs, args)
+	if err != nil || len(pos) != 0 {
+		return 2
+	}
+	md, err := ScoreboardMarkdown(*root, *dataDir)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprint(stdout, md)
 	return 0
 }
 

@@ -119,6 +119,13 @@ type Reporter struct {
 	// size, for Splice.
 	tables map[string]string
 	total  int
+	// judged holds each table's verdict label and tallies by table ID,
+	// for the scoreboard.
+	judged map[string][]judgement
+	// missing names the runs without a result and their shards.
+	missing string
+	// spread caches nllSpread by dataset|setting.
+	spread map[string]float64
 }
 
 func groupKey(d, s, m string) string { return d + "|" + s + "|" + m }
@@ -163,13 +170,16 @@ func newReporter(dir, dataDir string) (*Reporter, int, error) {
 		planned[groupKey(r.Dataset, r.Setting.Name, r.Method.Name)]++
 	}
 	rp := &Reporter{s: s, dir: dir, dataDir: dataDir, by: map[string][]Result{}, planned: planned}
+	done := map[string]bool{}
 	for _, r := range st.results() {
 		if keys[r.Key] {
 			rp.results = append(rp.results, r)
 			k := groupKey(r.Dataset, r.Setting, r.Method)
 			rp.by[k] = append(rp.by[k], r)
+			done[r.Key] = true
 		}
 	}
+	rp.missing = missingRuns(dir, Expand(s), done)
 	return rp, len(keys), nil
 }
 
@@ -180,6 +190,9 @@ func (rp *Reporter) render(total int) {
 	rp.printf("# %s\n\n", s.Title)
 	rp.printf("Spec `%s` (family %s). Paper values: %s.\n\n", s.Name, s.Family, s.Source)
 	rp.printf("Budget: %s. Runs finished: %d of %d.\n\n", s.Budget, len(rp.results), total)
+	if rp.missing != "" {
+		rp.printf("Incomplete: %s.\n\n", rp.missing)
+	}
 	switch rp.s.Protocol.Uncertainty {
 	case "median2sd":
 		rp.printf("Cells read `ours: median ± 2 standard deviations over the folds [n runs] · paper`; `—` means no value.\n\n")
@@ -365,13 +378,59 @@ func (rp *Reporter) statFor(rs []Result, metric string) stat {
 			// A run from before its spec asked for the bootstrap kept no
 			// per-point losses; for 0/1 losses the bootstrap's standard
 			// deviation is that of a binomial proportion, √(e(1−e)/n), which
-			// the resampling only estimates. A NLL has no such form: such a
-			// run's NLL is shown without a spread and not judged.
+			// the resampling only estimates.
 			st.se = math.Sqrt(r.Error * (1 - r.Error) / float64(r.NTest))
 			st.boot = true
+		case metric == "nll" && r.NTest > 0 && !math.IsNaN(r.NLL):
+			// A NLL has no such form: such a run takes the per-point
+			// spread (σ/mean) of the runs on the same data that kept their
+			// losses, which the bootstrap's σ/√n then follows; with no such
+			// run it is shown without a spread and not judged.
+			if cv, ok := rp.nllSpread(r.Dataset, r.Setting); ok {
+				st.se = r.NLL * cv / math.Sqrt(float64(r.NTest))
+				st.boot = true
+			}
 		}
 	}
 	return st
+}
+
+// nllSpread is the mean ratio σ/mean of the per-point NLLs of the runs on
+// dataset that kept them: those of the same setting (the same test set)
+// when there are any, else those of every setting.
+func (rp *Reporter) nllSpread(dataset, setting string) (float64, bool) {
+	k := dataset + "|" + setting
+	if v, ok := rp.spread[k]; ok {
+		return v, !math.IsNaN(v)
+	}
+	cv := func(sameSetting bool) float64 {
+		var sum float64
+		var n int
+		for _, r := range rp.results {
+			if r.Dataset != dataset || len(r.PointNLL) < 2 || sameSetting && r.Setting != setting {
+				continue
+			}
+			st := summarize(r.PointNLL)
+			if st.mean <= 0 || math.IsNaN(st.se) {
+				continue
+			}
+			sum += st.se * math.Sqrt(float64(st.n)) / st.mean
+			n++
+		}
+		if n == 0 {
+			return math.NaN()
+		}
+		return sum / float64(n)
+	}
+	v := cv(true)
+	if math.IsNaN(v) {
+		v = cv(false)
+	}
+	if rp.spread == nil {
+		rp.spread = map[string]float64{}
+	}
+	rp.spread[k] = v
+	return v, !math.IsNaN(v)
 }
 
 func (rp *Reporter) resultsTable(tb Table) {
@@ -389,7 +448,7 @@ func (rp *Reporter) resultsTable(tb Table) {
 		sep += "---|"
 	}
 	rp.printf("%s\n%s\n", hdr, sep)
-	tv := &tableVerdict{timing: tb.Metric == "seconds_per_epoch", notComparable: tb.NotComparable}
+	tv := &tableVerdict{timing: tb.Metric == "seconds_per_epoch", notComparable: rp.notComparable(tb)}
 	for _, st := range rp.tableSettings(tb) {
 		for _, d := range rp.s.Datasets {
 			row := "| " + st.Name + " |"
@@ -454,7 +513,7 @@ func (rp *Reporter) resultsTable(tb Table) {
 		}
 	}
 	rp.printf("\nVerdict (computed): %s.\n\n", tv.text())
-	rp.verdicts = append(rp.verdicts, TableVerdict{Table: tb.ID, Verdict: tv.text()})
+	rp.recordTV(tb, tv)
 	if tb.Note != "" {
 		rp.printf("%s\n\n", tb.Note)
 	}

@@ -24,7 +24,7 @@ func (rp *Reporter) instancesTable(tb Table) {
 		sep += "---|"
 	}
 	rp.printf("%s\n%s\n", hdr, sep)
-	tv := &tableVerdict{notComparable: tb.NotComparable}
+	tv := &tableVerdict{notComparable: rp.notComparable(tb)}
 	for _, st := range rp.tableSettings(tb) {
 		for _, m := range methods {
 			row := fmt.Sprintf("| %s | %s |", st.Name, m)
@@ -59,7 +59,7 @@ func (rp *Reporter) instancesTable(tb Table) {
 		}
 	}
 	rp.printf("\nVerdict (computed): %s.\n\n", tv.text())
-	rp.verdicts = append(rp.verdicts, TableVerdict{Table: tb.ID, Verdict: tv.text()})
+	rp.recordTV(tb, tv)
 	if tb.Note != "" {
 		rp.printf("%s\n\n", tb.Note)
 	}
@@ -112,7 +112,7 @@ func (rp *Reporter) outliersTable(tb Table) {
 		text = "no verdict: no run with outlier probabilities"
 	}
 	rp.printf("Verdict (computed): %s.\n\n", text)
-	rp.verdicts = append(rp.verdicts, TableVerdict{Table: tb.ID, Verdict: text})
+	rp.recordText(tb, text)
 	if tb.Note != "" {
 		rp.printf("%s\n\n", tb.Note)
 	}

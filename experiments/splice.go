@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/gpc-dev/gpc/datasets"
@@ -14,6 +13,7 @@ import (
 //
 //	<!-- gpc:rule -->            the verdict rule (VerdictRule)
 //	<!-- gpc:table DIR ID -->    table ID of the results in DIR, as its report renders it
+//	<!-- gpc:scoreboard -->      every table and figure of the papers with its verdict (Scoreboard)
 //	<!-- gpc:end -->             ends either block
 //
 // so that the tables and verdicts in REPRODUCTION.md are the reports'
@@ -64,26 +64,37 @@ func spliceBody(marker, root, dataDir string, reports map[string]*Reporter) (str
 	switch {
 	case len(f) == 1 && f[0] == "rule":
 		return quote(VerdictRule) + "\n", nil
+	case len(f) == 1 && f[0] == "scoreboard":
+		return scoreboard(root, dataDir, reports)
 	case len(f) == 3 && f[0] == "table":
 		dir, id := f[1], f[2]
-		rp, ok := reports[dir]
-		if !ok {
-			var total int
-			var err error
-			if rp, total, err = newReporter(filepath.Join(root, dir), dataDir); err != nil {
-				return "", err
-			}
-			rp.render(total)
-			rp.total = total
-			reports[dir] = rp
+		rp, err := loadReport(root, dir, dataDir, reports)
+		if err != nil {
+			return "", err
 		}
 		md, ok := rp.tables[id]
 		if !ok {
 			return "", fmt.Errorf("results %s have no table %q", dir, id)
 		}
-		return fmt.Sprintf("Spec `%s`, budget: %s; runs finished: %d of %d.\n\n%s", rp.s.Name, rp.s.Budget, len(rp.results), rp.total, md), nil
+		return fmt.Sprintf("Spec `%s`, budget: %s; runs finished: %s.\n\n%s", rp.s.Name, rp.s.Budget, runsFinished(rp), md), nil
 	}
-	return "", fmt.Errorf("unknown block %q (want <!-- gpc:rule --> or <!-- gpc:table DIR ID -->)", marker)
+	return "", fmt.Errorf("unknown block %q (want <!-- gpc:rule -->, <!-- gpc:scoreboard --> or <!-- gpc:table DIR ID -->)", marker)
+}
+
+// runsFinished is "n of N", with how many of the n are copies of another
+// run of the grid (same_as) and so not fits of their own.
+func runsFinished(rp *Reporter) string {
+	copies := 0
+	for _, r := range rp.results {
+		if r.SameAs != "" {
+			copies++
+		}
+	}
+	s := fmt.Sprintf("%d of %d", len(rp.results), rp.total)
+	if copies > 0 {
+		s += fmt.Sprintf(" (%d of them copies of another run's fit, same_as: %d fits)", copies, len(rp.results)-copies)
+	}
+	return s
 }
 
 // SpliceFile rewrites a markdown file's generated blocks in place

@@ -106,7 +106,7 @@ func (rp *Reporter) frontierTable(tb Table) {
 	rp.printf("\n")
 	if len(traces) == 0 {
 		rp.printf("Verdict (computed): no verdict: no traced runs.\n\n")
-		rp.verdicts = append(rp.verdicts, TableVerdict{Table: tb.ID, Verdict: "no verdict: no traced runs"})
+		rp.recordText(tb, "no verdict: no traced runs")
 		return
 	}
 	shares := frontierShares(traces)
@@ -152,7 +152,7 @@ func (rp *Reporter) frontierTable(tb Table) {
 	}
 	text += " (reproduced: at least 90%; partly: the largest share)"
 	rp.printf("Verdict (computed): %s.\n\n", text)
-	rp.verdicts = append(rp.verdicts, TableVerdict{Table: tb.ID, Verdict: text})
+	rp.recordText(tb, text)
 	if tb.Note != "" {
 		rp.printf("%s\n\n", tb.Note)
 	}

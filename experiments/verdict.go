@@ -13,7 +13,11 @@ import (
 const VerdictRule = `Verdicts are computed from the runs by this rule, never written by hand.
 - Each side's uncertainty is the standard error of its cell value: ours from the runs (for a
   median, 1.2533·σ/√n); the paper's from its ± as the table's spec reads it (paper_pm: a standard
-  error, a standard deviation over paper_n runs, or two of them around a median).
+  error, a standard deviation over paper_n runs, or two of them around a median). A single run
+  of a spec that asks for the bootstrap takes the bootstrap over its test points; a run that kept
+  no per-point losses takes, for its error, the binomial √(e(1−e)/n) the bootstrap of 0/1 losses
+  estimates and, for its NLL, its value × the per-point spread (σ/mean) of the runs on the same
+  data that kept theirs, / √n.
 - **Cell**: ours *agrees* (✓) when |ours − paper| ≤ 2·√(u_ours² + u_paper²) + half a unit of the
   paper's last printed digit; otherwise ours is *better* (✗−) or *worse* (✗+) for metrics with a
   direction (NLL, error, rank, time), or *differs* (✗). "Large" is a value above the table's
@@ -24,9 +28,9 @@ const VerdictRule = `Verdicts are computed from the runs by this rule, never wri
   reversed; *not reproduced* when fewer than half agree or more than a quarter of the paper's
   orderings are reversed; *partly reproduced* otherwise. Timings (not comparable across hardware)
   are judged by the ordering alone. A table with runs missing says how many cells are complete.
-  A table whose runs are not the paper's experiment (its spec's not_comparable says why, e.g. a
-  data generator that could not be recovered) is *not reproduced* whatever its values, which are
-  still compared beside it.
+  A table whose runs are not the paper's experiment is *not comparable* whatever its values, which
+  are still compared beside it: its problems come from a generator of ours standing in for one the
+  paper does not specify (the spec's generator: own), or its spec's not_comparable says why.
 - **Budget**: every table states the budget run. With few runs the standard errors, and so the
   tolerance, are wide: a quick-profile "reproduced" means the paper's values are not contradicted
   at that budget, not that they are confirmed.`
@@ -214,10 +218,21 @@ func (tv *tableVerdict) addRow(row string, names []string, cs []*judged, metric 
 	}
 }
 
-// text states the table's verdict and the tallies behind it.
-func (tv *tableVerdict) text() string {
+// Table verdict labels, in the order an item of several tables takes the
+// lowest (Scoreboard).
+const (
+	labelReproduced    = "reproduced"
+	labelPartly        = "partly reproduced"
+	labelNot           = "not reproduced"
+	labelNotComparable = "not comparable"
+	labelNone          = "no verdict"
+)
+
+// label is the table's verdict, and what the values alone would read when
+// the runs are not the paper's experiment.
+func (tv *tableVerdict) label() (verdict, values string) {
 	if tv.compared == 0 && tv.pairs == 0 {
-		return "no verdict: no cell has both a paper value and a spread of ours (a standard error needs two or more runs, or a bootstrap)"
+		return labelNone, labelNone
 	}
 	frac := func(a, b int) float64 {
 		if b == 0 {
@@ -225,7 +240,6 @@ func (tv *tableVerdict) text() string {
 		}
 		return float64(a) / float64(b)
 	}
-	var v string
 	agree, rev := frac(tv.agree, tv.compared), 0.0
 	if tv.pairs > 0 {
 		rev = float64(tv.reversed) / float64(tv.pairs)
@@ -235,15 +249,51 @@ func (tv *tableVerdict) text() string {
 	}
 	switch {
 	case agree >= 0.9 && tv.reversed == 0:
-		v = "reproduced"
+		values = labelReproduced
 	case agree < 0.5 || rev > 0.25:
-		v = "not reproduced"
+		values = labelNot
 	default:
-		v = "partly reproduced"
+		values = labelPartly
 	}
-	var b strings.Builder
 	if tv.notComparable != "" {
-		fmt.Fprintf(&b, "**not reproduced** — our runs are not the paper's experiment: %s. The values alone would read %s", tv.notComparable, v)
+		return labelNotComparable, values
+	}
+	return values, values
+}
+
+// tally is the counts behind the verdict in a few words (the scoreboard's
+// "why").
+func (tv *tableVerdict) tally() string {
+	if tv.compared == 0 && tv.pairs == 0 {
+		return "no cell has a spread of ours to judge by"
+	}
+	var parts []string
+	if !tv.timing {
+		parts = append(parts, fmt.Sprintf("%d of %d cells agree", tv.agree, tv.compared))
+	} else {
+		parts = append(parts, "timings, by ordering")
+	}
+	if tv.pairs > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d orderings reversed", tv.reversed, tv.pairs))
+	}
+	if tv.sigCells > 0 {
+		parts = append(parts, fmt.Sprintf("marks agree in %d of %d", tv.sigAgree, tv.sigCells))
+	}
+	if tv.complete < tv.cells {
+		parts = append(parts, fmt.Sprintf("%d of %d cells complete", tv.complete, tv.cells))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// text states the table's verdict and the tallies behind it.
+func (tv *tableVerdict) text() string {
+	if tv.compared == 0 && tv.pairs == 0 {
+		return "no verdict: no cell has both a paper value and a spread of ours (a standard error needs two or more runs, or a bootstrap)"
+	}
+	verdict, v := tv.label()
+	var b strings.Builder
+	if verdict == labelNotComparable {
+		fmt.Fprintf(&b, "**not comparable** — our runs are not the paper's experiment: %s. The values alone would read %s", tv.notComparable, v)
 	} else {
 		fmt.Fprintf(&b, "**%s**", v)
 	}
@@ -269,4 +319,21 @@ func (tv *tableVerdict) text() string {
 		fmt.Fprintf(&b, "; partial: %d of %d cells have all their runs", tv.complete, tv.cells)
 	}
 	return b.String()
+}
+
+// ownGenerator is the reason a table of a spec with generator: own is not
+// comparable.
+const ownGenerator = "its problems come from a generator of ours, standing in for one the paper does not specify and the authors did not publish"
+
+// notComparable is why a table's runs are not the paper's experiment, from
+// its spec's properties ("" when they are).
+func (rp *Reporter) notComparable(tb Table) string {
+	var why []string
+	if rp.s.Generator == "own" {
+		why = append(why, ownGenerator)
+	}
+	if tb.NotComparable != "" {
+		why = append(why, tb.NotComparable)
+	}
+	return strings.Join(why, "; ")
 }

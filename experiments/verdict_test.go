@@ -68,11 +68,14 @@ func TestTableVerdictRule(t *testing.T) {
 	if tv.reversed != 0 || !strings.HasPrefix(tv.text(), "**partly reproduced**") {
 		t.Fatalf("%+v: %s", tv, tv.text())
 	}
-	// A table whose runs are not the paper's experiment is not reproduced,
+	// A table whose runs are not the paper's experiment is not comparable,
 	// however well its values agree, and says why.
 	tv = &tableVerdict{compared: 3, agree: 3, cells: 3, complete: 3, notComparable: "our generator"}
-	if txt := tv.text(); !strings.HasPrefix(txt, "**not reproduced** — our runs are not the paper's experiment: our generator") || !strings.Contains(txt, "would read reproduced — 3 of 3 cells agree") {
+	if txt := tv.text(); !strings.HasPrefix(txt, "**not comparable** — our runs are not the paper's experiment: our generator") || !strings.Contains(txt, "would read reproduced — 3 of 3 cells agree") {
 		t.Fatalf("%s", txt)
+	}
+	if l, v := tv.label(); l != labelNotComparable || v != labelReproduced {
+		t.Fatalf("label %q, values %q", l, v)
 	}
 	// Large in the paper ranks after every number.
 	tv = &tableVerdict{}
@@ -204,6 +207,35 @@ func TestBootstrapSpreadOfSingleRuns(t *testing.T) {
 			t.Errorf("%s: judged %v, want %v", c.name, j.has, c.judged)
 		}
 	}
+	// A run without per-point NLLs borrows the per-point spread (σ/mean) of
+	// the runs on the same data that kept theirs, preferring its setting's.
+	donor := make([]float64, 400)
+	for i := range donor {
+		donor[i] = 0.3 + 0.3*float64(i%2*2-1) // mean 0.3, σ ≈ 0.3: σ/mean 1
+	}
+	rp.results = []Result{
+		{Dataset: "d", Setting: "s", NTest: 400, NLL: 0.3, PointNLL: donor},
+		{Dataset: "d", Setting: "other", NTest: 400, NLL: 0.3, PointNLL: pts},
+		{Dataset: "e", Setting: "s", NTest: 400, NLL: 0.3, PointNLL: pts},
+	}
+	bare := Result{Dataset: "d", Setting: "s", NLL: 0.6, NTest: 400}
+	st := rp.statFor([]Result{bare}, "nll")
+	if want := 0.6 * 1 / 20; !st.boot || math.Abs(st.se-want) > 0.01*want {
+		t.Errorf("borrowed spread: %v (boot %v), want %v", st.se, st.boot, want)
+	}
+	if _, j := rp.judgedCell(tb, "d", "s", "m", "nll", st, "0.5", true); !j.has {
+		t.Error("a run with a borrowed spread was not judged")
+	}
+	// From another setting of the same data when its own has none; never
+	// from other data.
+	rp.spread = nil
+	if st := rp.statFor([]Result{{Dataset: "d", Setting: "third", NLL: 0.6, NTest: 400}}, "nll"); !st.boot || st.se <= 0 {
+		t.Errorf("no spread borrowed from the data's other settings: %+v", st)
+	}
+	if st := rp.statFor([]Result{{Dataset: "f", Setting: "s", NLL: 0.6, NTest: 400}}, "nll"); st.boot || st.se != 0 {
+		t.Errorf("spread borrowed from other data: %+v", st)
+	}
+	rp.results, rp.spread = nil, nil
 	// Without the bootstrap a single run is never judged.
 	rp.s.Protocol.Uncertainty = ""
 	if _, j := rp.judgedCell(tb, "d", "s", "m", "error", rp.statFor([]Result{without}, "error"), "0.5", true); j.has {

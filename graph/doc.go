@@ -16,5 +16,9 @@
 //
 // Always take gradients with Grad, never with gorgonia.Grad: the stock pass
 // reuses cached derivatives between calls and silently returns wrong
-// higher-order gradients (see ../shared/docs/gorgonia-notes.md).
+// higher-order gradients; its OuterProd gradient is wrong even at first
+// order, and Slice, Sum and scalar Reshape break at second order. Use
+// Reshape and MatMul from this package too: Compile refuses a stock Reshape
+// of an input, whose view lets in-place ops overwrite it
+// (docs/ARCHITECTURE.md lists these caveats).
 package graph

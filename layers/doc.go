@@ -1,6 +1,7 @@
 // Package layers holds the graph building blocks of gpc models: trainable
-// parameters with positivity transforms, kernels, likelihoods, the
-// variational posterior over inducing outputs, and the MLP.
+// parameters with positivity transforms (here), and in its subpackages the
+// kernels, the likelihoods, the posterior families (variational), the input
+// models (inputs), per-row local parameters (local) and the MLP (mlp).
 //
 // A parameter's storage lives outside any graph (Param.Data) and is shared by
 // every graph a model compiles (a training graph of batch size B, a prediction

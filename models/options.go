@@ -1,19 +1,3 @@
-// Package models composes Gaussian-process classifiers from parts and
-// trains, saves and applies them. A model is
-//
-//	kernel × likelihood × posterior family × input model × inference engine
-//
-// each part replaceable on its own (Options): kernels from layers/kernels
-// or a user's KernelFactory; likelihoods from layers/likelihoods' registry
-// or a user's; the sparse variational posterior (whitened or not, Z shared
-// or per function) or the non-sparse one with Z = X held fixed; an input
-// model from layers/inputs (observed, latent q(x_i), amortised, first-order,
-// sampled); and stochastic variational inference (models/svi).
-//
-// Named models are presets (Presets, RegisterPreset), one file each: the
-// noisy-input paper's MGP, NIMGP, NIMGP_NN and NIMGP_FO, and binary SVGP.
-// Nothing outside the preset files asks which preset a model is: questions
-// such as "does it use input noise?" are asked of the model's parts.
 package models
 
 import (

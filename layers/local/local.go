@@ -1,6 +1,6 @@
 // Package local holds per-row local parameters: variational parameters with
-// one row per training point, such as NIMGP's q(x_i) (and, later, the
-// mean-field model's q(g_i)). A minibatch touches only its own rows, so they
+// one row per training point, such as NIMGP's q(x_i) and the mean-field
+// model's q(g_i). A minibatch touches only its own rows, so they
 // are not global parameters of the optimiser: the training graph reads the
 // batch's rows as an input, returns their gradient, and the training loop
 // applies it row by row with Step after the global update.

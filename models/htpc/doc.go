@@ -1,8 +1,6 @@
 // Package htpc is the heavy-tailed process classifier (HTPC) of Wauthier &
 // Jordan (NIPS 2010), the Laplace-approximation baseline of Hernández-Lobato
-// et al., "Robust Multi-Class Gaussian Process Classification" (NIPS 2011),
-// read as in the project's digest (shared/docs/rmgpc-ep-hernandez-lobato2011.md,
-// §3.2).
+// et al., "Robust Multi-Class Gaussian Process Classification" (NIPS 2011).
 //
 // Model. Each of the l classes has a latent Gaussian process g_k ~ GP(0, c)
 // with c(x, x') = σ² exp(−‖x − x'‖²/(2γ)), γ = ℓ² (the paper's kernel (22);

@@ -10,8 +10,7 @@
 // posterior by a product of one Gaussian per class, a Bernoulli over z and a
 // Beta over ρ. The likelihood sites are updated in parallel and the z-prior
 // sites sequentially, with damping, as in the paper; every update is in
-// natural parameters (the derivation is in
-// ../shared/docs/rmgpc-ep-hernandez-lobato2011.md, §2.4–2.5). Two
+// natural parameters (derived step by step in ep.go's comments). Two
 // departures from the authors' code, neither changing the model: the ρ part
 // of a z-prior site is projected onto the Beta family by KL (matching
 // E[log ρ], E[log(1−ρ)]) rather than by its first two moments, which makes

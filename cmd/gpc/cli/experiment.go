@@ -16,7 +16,7 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)
 func init() {
 	register(&command{
 		name:    "experiment",
-		summary: "run a YAML experiment spec, or re-render its report (gpc experiment run|report ...)",
+		summary: "run a YAML experiment spec, report it, splice its tables into a document, print the scoreboard (gpc experiment run|report|splice|scoreboard ...)",
 		run: func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			if code := experiments.Main(args, stdout, stderr); code != 0 {
 				return exitStatus(code)

@@ -99,7 +99,7 @@ var commands = map[string]*command{}
 func register(c *command) { commands[c.name] = c }
 
 // order is the order commands are listed in by gpc help.
-var order = []string{"demo", "train", "predict", "check-grad", "bench", "experiment", "data", "version", "help"}
+var order = []string{"demo", "train", "predict", "plot", "check-grad", "bench", "experiment", "data", "version", "help"}
 
 // usageError is a problem with the command line (exit status 2).
 type usageError struct{ msg string }
