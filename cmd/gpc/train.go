@@ -191,6 +191,8 @@ adadelta) checkpoints.`)
 	f.BoolVar(&a.noStandardize, "no-standardize", false, "use the inputs as given instead of standardising each column")
 	f.StringVar(&a.checkpoint, "checkpoint", "", "save the training state to `FILE` and resume from it when it exists")
 	f.DurationVar(&a.checkpointEvery, "checkpoint-every", 10*time.Minute, "least `duration` between checkpoints, taken at epoch ends (0: every epoch)")
+	set := settingsFlag{}
+	f.Var(set, "set", "engine setting `ENGINE.KEY=VALUE`, repeatable (say mcmc.samples=2000, mcmc.init-from=M.json)")
 	pos, err := f.parse(args, stdout)
 	if err != nil {
 		return nil, err
@@ -250,6 +252,9 @@ adadelta) checkpoints.`)
 		Inputs:     models.InputOptions{Model: inp},
 		Inference:  engine,
 		Train:      models.TrainOptions{Epochs: *epochs, Batch: *batch, LR: *lr, Seed: *seed, Optimizer: optim},
+	}
+	if len(set) > 0 {
+		a.opts.Settings = set
 	}
 	a.opts.Inputs.Hidden, a.opts.Inputs.Residual, a.opts.Inputs.TestSamples = h, *residual, *samples
 	a.opts.Inputs.Standardize = !a.noStandardize
