@@ -41,6 +41,10 @@ type Config struct {
 	Progress, FitProgress io.Writer
 	// Warnings receives the fits' warnings (nil: os.Stderr).
 	Warnings io.Writer
+	// SkipUnknown gives an engine that is not registered a row saying so
+	// instead of failing the comparison (a spec naming an engine that this
+	// build lacks still runs the others).
+	SkipUnknown bool
 }
 
 // Row is one engine's fit and scores.
@@ -160,7 +164,7 @@ func CheckEngines(names []string) error {
 // composition, or whose fit fails, gets a row saying why and the others
 // still run; cancelling ctx stops the comparison.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if err := CheckEngines(cfg.Engines); err != nil {
+	if err := CheckEngines(cfg.Engines); err != nil && !cfg.SkipUnknown {
 		return nil, err
 	}
 	if len(cfg.Engines) == 0 {
@@ -184,6 +188,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		runs := 1
 		if name == cfg.Reference && cfg.ReferenceSeeds > 1 {
 			runs = cfg.ReferenceSeeds
+		}
+		if _, ok := models.LookupEngine(name); !ok {
+			rep.Rows = append(rep.Rows, Row{Engine: name, Run: 1, Skipped: fmt.Sprintf("engine %q is not registered in this build (registered: %s)", name, models.EngineHelp())})
+			continue
 		}
 		for run := 1; run <= runs; run++ {
 			if err := ctx.Err(); err != nil {
