@@ -22,6 +22,7 @@ const usage = `usage:
                      [--data-dir D] [--quick] [--dry-run] [--shard i/n]
   gpc experiment report DIR [--data-dir D]
   gpc experiment splice FILE.md [--root R] [--data-dir D]
+  gpc experiment compare SPEC.yaml [--out DIR] [--data-dir D] [--report-only]
 
 run expands the spec's grid (data sets × settings × methods × splits), runs
 it on W parallel workers (while as many fits run as there are cores, each
@@ -57,6 +58,8 @@ splice rewrites the generated blocks of a markdown file (such as
 docs/REPRODUCTION.md): <!-- gpc:table DIR ID --> … <!-- gpc:end --> gets
 table ID of the results in DIR (relative to R, default .) with its computed
 verdict, <!-- gpc:rule --> … <!-- gpc:end --> the verdict rule.
+compare runs an approximation-against-MCMC comparison spec (see
+experiments.CompareSpec and experiments/compare_binary.yaml).
 `
 
 // Main is the `gpc experiment` command: args are the words after
@@ -78,6 +81,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return mainReport(args[1:], stdout, stderr)
 	case "splice":
 		return mainSplice(args[1:], stdout, stderr)
+	case "compare":
+		return mainCompare(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "gpc experiment: unknown command %q\n\n%s", args[0], usage)
 	return 2
