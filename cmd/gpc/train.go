@@ -161,8 +161,9 @@ frequent class is reported as a warning.
 interrupted (Ctrl-C, a killed or requeued job) and started again with the
 same command ends with the same model, bit for bit, as one never
 interrupted. FILE is refused if it was written for other options or data.
-It is removed once the model is written. Only minibatch training (adam,
-adadelta) checkpoints.`)
+It is removed once the model is written. Minibatch training (adam,
+adadelta) and engines with checkpoints (mcmc: the chains resume with the
+draws of an uninterrupted run) checkpoint.`)
 	var a trainArgs
 	var model, noise, hidden string
 	f.StringVar(&a.train, "train", "", "training data `FILE.csv` (required)")

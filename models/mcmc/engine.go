@@ -113,6 +113,11 @@ func (Engine) Fit(ctx context.Context, m *models.Model, train *datasets.Dataset,
 	if err := st.summarise(m); err != nil {
 		return errors.Join(runErr, err)
 	}
+	if d := st.Diagnostics; d.MaxRHat > 1.01 && fc.Warnings != nil {
+		// The draws are kept and used, but a reader of the predictions
+		// should know they may not represent the posterior yet.
+		fmt.Fprintf(fc.Warnings, "mcmc: warning: max split-R-hat %.3f > 1.01 (min bulk ESS %.0f): the chains have not mixed; draw more (mcmc.samples, mcmc.warmup, mcmc.thin)\n", d.MaxRHat, d.MinESS)
+	}
 	if fc.Progress != nil {
 		fmt.Fprintf(fc.Progress, "mcmc: %d draws in %d chains, %.1fs; max split-R-hat %.4f, min bulk ESS %.0f, %.3gs per effective sample\n",
 			st.Diagnostics.Draws, len(st.Counts), elapsed, st.Diagnostics.MaxRHat, st.Diagnostics.MinESS, st.Diagnostics.SecondsPerESS)

@@ -19,6 +19,7 @@ import (
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/graph"
 	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models"
 )
@@ -622,4 +623,146 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// With the hyper-parameters sampled, their marginal posterior is right: on
+// a Gaussian likelihood with only the kernel's log-amplitude θ free,
+// p(θ | y) ∝ N(y; 0, e^θ C + c₀I + σ²I) N(θ; θ₀, sd²) is integrated on a
+// grid, and the sampled mean and standard deviation of θ agree with it
+// within Monte Carlo error (the mean by a z-test on the bulk ESS).
+func TestSampledHyperMatchesGrid(t *testing.T) {
+	const n, noise = 15, 0.2
+	rng := rand.New(rand.NewPCG(9, 9))
+	ds := &datasets.Dataset{Name: "gauss", N: n, D: 1, C: 2, X: make([]float64, n), Y: make([]int, n)}
+	y := make([]float64, n)
+	for i := range ds.X {
+		ds.X[i] = 4 * (rng.Float64() - 0.5)
+		y[i] = 1.5*math.Sin(2*ds.X[i]) + math.Sqrt(noise)*rng.NormFloat64()
+		ds.Y[i] = i % 2
+	}
+	factory := func(name string, d int, init models.KernelInit) kernels.Kernel {
+		k := kernels.NewSE(name, d, init.Lengthscale, init.Variance, init.Noise)
+		k.Lengthscales.Fixed, k.WhiteNoise.Fixed = true, true
+		return k
+	}
+	const sd = 1.5
+	m, err := models.New(models.Options{Likelihood: models.LikelihoodOptions{Custom: gaussian{y: y, noise: noise}},
+		Kernel: models.KernelOptions{Factory: factory}, Posterior: models.PosteriorOptions{Family: "full"}, Inference: Name,
+		Settings: kv("hyper", "sample", "hyper-sd", "1.5", "samples", envOr("HYPER_SAMPLES", "2500"), "warmup", "300")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Fit(context.Background(), ds, models.FitConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	st := StateOf(m)
+	if len(st.Point) != 1 || len(st.HyperParams) != 1 {
+		t.Fatalf("sampled %v, want the amplitude alone", st.HyperParams)
+	}
+	theta0 := st.Point[0]
+	// C from the prior covariance at the draws' mean θ (summarise left the
+	// model there): K = e^θ C + c₀I.
+	se := m.Kernels()[0].(*kernels.SE)
+	c0 := m.Posterior().JitterParam.Data[0] + math.Exp(se.WhiteNoise.Data[0])
+	thetaRef := se.Variance.Data[0]
+	K := priorCov(t, m)
+	C := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			v := K.At(i, j)
+			if i == j {
+				v -= c0
+			}
+			C.SetSym(i, j, v/math.Exp(thetaRef))
+		}
+	}
+	logPost := func(th float64) float64 {
+		A := mat.NewSymDense(n, nil)
+		for i := 0; i < n; i++ {
+			for j := i; j < n; j++ {
+				v := math.Exp(th) * C.At(i, j)
+				if i == j {
+					v += c0 + noise
+				}
+				A.SetSym(i, j, v)
+			}
+		}
+		var ch mat.Cholesky
+		if !ch.Factorize(A) {
+			return math.Inf(-1)
+		}
+		var a mat.VecDense
+		if err := ch.SolveVecTo(&a, mat.NewVecDense(n, y)); err != nil {
+			return math.Inf(-1)
+		}
+		d := (th - theta0) / sd
+		return -0.5*mat.Dot(mat.NewVecDense(n, y), &a) - 0.5*ch.LogDet() - 0.5*d*d
+	}
+	var z, m1, m2 float64
+	lo, hi, steps := theta0-8*sd, theta0+8*sd, 4000
+	h := (hi - lo) / float64(steps)
+	ref := logPost(theta0)
+	for k := 0; k <= steps; k++ {
+		th := lo + float64(k)*h
+		w := math.Exp(logPost(th) - ref)
+		z += w
+		m1 += w * th
+		m2 += w * th * th
+	}
+	exactMean := m1 / z
+	exactSD := math.Sqrt(m2/z - exactMean*exactMean)
+	chains := make([][]float64, len(st.Counts))
+	var all []float64
+	k := 0
+	for c, cnt := range st.Counts {
+		for _, th := range st.Thetas[k : k+cnt] {
+			chains[c] = append(chains[c], th[0])
+			all = append(all, th[0])
+		}
+		k += cnt
+	}
+	mean, v := meanVar(all)
+	ess := BulkESS(chains)
+	zs := (mean - exactMean) / math.Sqrt(v/ess)
+	t.Logf("log-amplitude: sampled mean %.4f sd %.4f (ESS %.0f, R-hat %.4f), grid mean %.4f sd %.4f, z = %.2f",
+		mean, math.Sqrt(v), ess, RHat(chains), exactMean, exactSD, zs)
+	if math.Abs(zs) > 4 {
+		t.Errorf("sampled mean of θ %.4f against %.4f: z = %.2f", mean, exactMean, zs)
+	}
+	if r := math.Sqrt(v) / exactSD; r < 0.8 || r > 1.25 {
+		t.Errorf("sampled sd of θ %.4f against %.4f", math.Sqrt(v), exactSD)
+	}
+}
+
+// The chains start from (and, held, stay at) another fit's
+// hyper-parameters: a saved model's (init-from) or an engine's (fit).
+func TestHyperPointFromAnotherFit(t *testing.T) {
+	ds := probitToy(40, 3)
+	o := smallOpts()
+	o.Inference, o.Settings = "ep", nil
+	o.Train.Epochs = 30
+	ep, err := fitSmall(t, context.Background(), o, ds, models.FitConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ep.json")
+	if err := ep.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	want := getTheta(func() []*layers.Param { ps, _ := hyperParams(ep); return ps }())
+	for _, how := range [][]string{{"init-from", path}, {"fit", "ep"}} {
+		o := smallOpts(how...)
+		o.Train.Epochs = 30
+		m, err := fitSmall(t, context.Background(), o, ds, models.FitConfig{})
+		if err != nil {
+			t.Fatal(how, err)
+		}
+		got := StateOf(m).Point
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > 1e-9 {
+				t.Errorf("%v: point %v, ep's %v", how, got, want)
+				break
+			}
+		}
+	}
 }
