@@ -32,6 +32,10 @@ type chain struct {
 	// lEta is L η, the proposal direction in f: with it every point on
 	// the ellipse is f cos a + Lη sin a, O(n) instead of a product by L.
 	lEta []float64
+	// With a Gaussian reference (t.ref): g = chol(K)⁻¹(f − a), kept along
+	// the ellipse like f (gEta = chol(K)⁻¹ Bη), for the prior term
+	// −½‖chol(K)⁻¹ f‖² of the target, and ll includes that term and ½‖ν‖².
+	g, gP, gEta []float64
 	// kept draws (after warm-up, every Thin-th iteration).
 	draws  [][]float64 // ν
 	fs     [][]float64 // f, row-major n×L
@@ -45,9 +49,13 @@ type chain struct {
 func newChain(id int, seed uint64, t *target) *chain {
 	pcg := rand.NewPCG(seed, 0x6d636d63^uint64(id)*0x9e3779b97f4a7c15)
 	n := t.n * t.latent
-	return &chain{id: id, pcg: pcg, rng: rand.New(pcg), t: t,
+	c := &chain{id: id, pcg: pcg, rng: rand.New(pcg), t: t,
 		nu: make([]float64, n), f: make([]float64, n), tmp: make([]float64, t.n),
 		nuP: make([]float64, n), fP: make([]float64, n), eta: make([]float64, n), lEta: make([]float64, n)}
+	if t.ref != nil {
+		c.g, c.gP, c.gEta = make([]float64, n), make([]float64, n), make([]float64, n)
+	}
+	return c
 }
 
 // start draws ν from its prior (chains start dispersed, which split-R-hat
@@ -67,7 +75,39 @@ func (c *chain) refresh() error {
 	c.t.latents(c.nu, c.f, c.tmp)
 	var err error
 	c.ll, err = c.t.logLik(c.f)
+	if c.t.ref != nil {
+		c.t.spread(c.nu, c.fP, c.tmp)
+		c.t.whiten(c.fP, c.g)
+		c.ll += c.correction(c.nu, c.g)
+	}
 	return err
+}
+
+// correction is the reference's term of the target, log N(f; 0, K) −
+// log N(f; a, BBᵀ) up to a constant: −½‖chol(K)⁻¹a + g‖² + ½‖ν‖².
+func (c *chain) correction(nu, g []float64) float64 {
+	var s float64
+	for i, w := range c.t.ref.wa {
+		v := w + g[i]
+		s -= 0.5 * v * v
+	}
+	for _, v := range nu {
+		s += 0.5 * v * v
+	}
+	return s
+}
+
+// priorWhite returns the state's prior-whitened values chol(K)⁻¹ f (ν
+// itself without a reference), which the draws store.
+func (c *chain) priorWhite() []float64 {
+	if c.t.ref == nil {
+		return append([]float64(nil), c.nu...)
+	}
+	out := make([]float64, len(c.g))
+	for i, w := range c.t.ref.wa {
+		out[i] = w + c.g[i]
+	}
+	return out
 }
 
 // step is one iteration: an elliptical slice step on ν, then (sampling θ)
@@ -97,7 +137,11 @@ func (c *chain) ellipticalSlice() error {
 	for i := range c.eta {
 		c.eta[i] = c.rng.NormFloat64()
 	}
-	c.t.latents(c.eta, c.lEta, c.tmp)
+	c.t.spread(c.eta, c.lEta, c.tmp)
+	ref := c.t.ref
+	if ref != nil {
+		c.t.whiten(c.lEta, c.gEta)
+	}
 	angle := c.rng.Float64() * 2 * math.Pi
 	lo, hi := angle-2*math.Pi, angle
 	c.steps++
@@ -105,15 +149,30 @@ func (c *chain) ellipticalSlice() error {
 		cs, sn := math.Cos(angle), math.Sin(angle)
 		for i := range c.nuP {
 			c.nuP[i] = c.nu[i]*cs + c.eta[i]*sn
-			c.fP[i] = c.f[i]*cs + c.lEta[i]*sn
+		}
+		if ref == nil {
+			for i := range c.fP {
+				c.fP[i] = c.f[i]*cs + c.lEta[i]*sn
+			}
+		} else {
+			for i, a := range ref.a {
+				c.fP[i] = a + (c.f[i]-a)*cs + c.lEta[i]*sn
+			}
+			for i := range c.gP {
+				c.gP[i] = c.g[i]*cs + c.gEta[i]*sn
+			}
 		}
 		ll, err := c.t.logLik(c.fP)
 		if err != nil {
 			return err
 		}
+		if ref != nil {
+			ll += c.correction(c.nuP, c.gP)
+		}
 		if ll > logy {
 			c.nu, c.nuP = c.nuP, c.nu
 			c.f, c.fP = c.fP, c.f
+			c.g, c.gP = c.gP, c.g
 			c.ll = ll
 			return nil
 		}
@@ -228,7 +287,7 @@ func (c *chain) hyperSweep() error {
 
 // record keeps the current state as a draw.
 func (c *chain) record() {
-	c.draws = append(c.draws, append([]float64(nil), c.nu...))
+	c.draws = append(c.draws, c.priorWhite())
 	c.fs = append(c.fs, append([]float64(nil), c.f...))
 	if c.sample {
 		c.thetas = append(c.thetas, append([]float64(nil), c.t.theta...))

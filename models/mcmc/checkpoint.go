@@ -37,7 +37,7 @@ type ckChain struct {
 	// F and LL are the current f and log p(y|f) as the chain computed
 	// them (f is updated along the ellipse, not recomputed as Lν, so a
 	// resumed chain needs the same bits).
-	Nu, Theta, F               []float64
+	Nu, Theta, F, G            []float64
 	LL                         float64
 	Draws, Fs, Thetas          [][]float64
 	LLs                        []float64
@@ -116,7 +116,10 @@ func openCheckpoint(ck *models.Checkpoint, m *models.Model, train *datasets.Data
 		if err := c.t.factor(); err != nil {
 			return nil, err
 		}
-		c.f, c.ll = fc.F, fc.LL
+		if len(fc.G) != len(c.g) {
+			return nil, fmt.Errorf("mcmc: checkpoint %s: chain %d has the wrong size", ck.Path, k)
+		}
+		c.f, c.g, c.ll = fc.F, fc.G, fc.LL
 	}
 	w.base = f.Seconds
 	s.resumedSeconds = f.Seconds
@@ -140,7 +143,7 @@ func (w *checkpointer) maybeSave(s *sampler, seconds float64, force bool) error 
 		if err != nil {
 			return err
 		}
-		f.Chains = append(f.Chains, ckChain{Iter: c.iter, PCG: pcg, Nu: c.nu, Theta: c.t.theta, F: c.f, LL: c.ll,
+		f.Chains = append(f.Chains, ckChain{Iter: c.iter, PCG: pcg, Nu: c.nu, Theta: c.t.theta, F: c.f, G: c.g, LL: c.ll,
 			Draws: c.draws, Fs: c.fs, Thetas: c.thetas, LLs: c.lls, Steps: c.steps, Shrinks: c.shrinks, HyperEvals: c.hyperEvals})
 	}
 	if err := datasets.WriteAtomic(w.ck.Path, func(out io.Writer) error { return gob.NewEncoder(out).Encode(&f) }); err != nil {

@@ -2,6 +2,7 @@ package mcmc
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/gpc-dev/gpc/models"
@@ -35,15 +36,24 @@ type Config struct {
 	// Fit names an engine that fits the hyper-parameters first (say "ep"
 	// or "svi"); its values become the point.
 	Fit string
+	// Proposal is the Gaussian the ellipses are drawn around: "prior"
+	// (the GP prior, plain elliptical slice sampling) or "fit" (the
+	// Gaussian posterior of the Fit or InitFrom model, q(u) at Z = X, with
+	// its covariance scaled by ProposalScale²): the target is unchanged,
+	// p(f|y) ∝ N(f; μ, S) · p(y|f) N(f; 0, K)/N(f; μ, S), but the ellipses
+	// then have the posterior's shape, which mixes far faster where the
+	// data pin f down (Nishihara, Murray & Adams 2014). Hyper "fixed" only.
+	Proposal      string
+	ProposalScale float64
 }
 
 // settings lists the keys Config reads, for error messages.
-var settings = []string{"chains", "samples", "warmup", "thin", "hyper", "hyper-sd", "init-from", "fit"}
+var settings = []string{"chains", "samples", "warmup", "thin", "hyper", "hyper-sd", "init-from", "fit", "proposal", "proposal-scale"}
 
 // ConfigOf reads the sampler's settings from the options, with defaults,
 // and refuses unknown keys under the engine's name and invalid values.
 func ConfigOf(o models.Options) (Config, error) {
-	c := Config{Chains: 4, Samples: 1000, Warmup: 500, Thin: 1, Hyper: "fixed", HyperSD: 3}
+	c := Config{Chains: 4, Samples: 1000, Warmup: 500, Thin: 1, Hyper: "fixed", HyperSD: 3, Proposal: "prior", ProposalScale: 1}
 	for k, v := range o.Settings {
 		if len(k) <= len(Name)+1 || k[:len(Name)+1] != Name+"." {
 			continue
@@ -67,6 +77,10 @@ func ConfigOf(o models.Options) (Config, error) {
 			c.InitFrom = v
 		case "fit":
 			c.Fit = v
+		case "proposal":
+			c.Proposal = v
+		case "proposal-scale":
+			c.ProposalScale, err = strconv.ParseFloat(v, 64)
 		default:
 			return c, fmt.Errorf("mcmc: unknown setting %q (want one of %v)", k, settings)
 		}
@@ -89,6 +103,14 @@ func ConfigOf(o models.Options) (Config, error) {
 		return c, fmt.Errorf("mcmc: fit=%s would fit the hyper-parameters by this engine itself", Name)
 	case c.Fit != "" && c.InitFrom != "":
 		return c, fmt.Errorf("mcmc: give fit or init-from, not both")
+	case c.Proposal != "prior" && c.Proposal != "fit":
+		return c, fmt.Errorf("mcmc: proposal %q (want prior or fit)", c.Proposal)
+	case c.Proposal == "fit" && c.Fit == "" && c.InitFrom == "":
+		return c, fmt.Errorf("mcmc: proposal=fit needs a fit to take the Gaussian from (fit or init-from)")
+	case c.Proposal == "fit" && c.Hyper != "fixed":
+		return c, fmt.Errorf("mcmc: proposal=fit holds the hyper-parameters (the fit's Gaussian is for its own); hyper must be fixed")
+	case !(c.ProposalScale > 0) || math.IsInf(c.ProposalScale, 0):
+		return c, fmt.Errorf("mcmc: proposal-scale %g", c.ProposalScale)
 	}
 	if c.Fit != "" {
 		if _, ok := models.LookupEngine(c.Fit); !ok {

@@ -82,10 +82,11 @@ func (Engine) Fit(ctx context.Context, m *models.Model, train *datasets.Dataset,
 	if err != nil {
 		return err
 	}
-	if err := setPoint(ctx, m, train, cfg, fc); err != nil {
+	src, err := setPoint(ctx, m, train, cfg, fc)
+	if err != nil {
 		return err
 	}
-	s, err := newSampler(m, train, cfg)
+	s, err := newSampler(m, train, cfg, src)
 	if err != nil {
 		return err
 	}
@@ -126,8 +127,9 @@ func (Engine) Fit(ctx context.Context, m *models.Model, train *datasets.Dataset,
 }
 
 // setPoint puts the hyper-parameters at the point the chains start from:
-// another engine's fit, a saved model's values, or the model's initial ones.
-func setPoint(ctx context.Context, m *models.Model, train *datasets.Dataset, cfg Config, fc models.FitConfig) error {
+// another engine's fit, a saved model's values, or the model's initial
+// ones; it returns the model they came from (nil for the initial ones).
+func setPoint(ctx context.Context, m *models.Model, train *datasets.Dataset, cfg Config, fc models.FitConfig) (*models.Model, error) {
 	var src *models.Model
 	switch {
 	case cfg.Fit != "":
@@ -137,23 +139,70 @@ func setPoint(ctx context.Context, m *models.Model, train *datasets.Dataset, cfg
 		o.Inputs.Standardize = false
 		other, err := models.New(o)
 		if err != nil {
-			return fmt.Errorf("mcmc: fitting the hyper-parameters by %s: %w", cfg.Fit, err)
+			return nil, fmt.Errorf("mcmc: fitting the hyper-parameters by %s: %w", cfg.Fit, err)
 		}
 		if err := other.Fit(ctx, train, models.FitConfig{Warnings: fc.Warnings}); err != nil {
-			return fmt.Errorf("mcmc: fitting the hyper-parameters by %s: %w", cfg.Fit, err)
+			return nil, fmt.Errorf("mcmc: fitting the hyper-parameters by %s: %w", cfg.Fit, err)
 		}
 		src = other
 	case cfg.InitFrom != "":
 		o := m.Opts
 		other, err := models.Load(cfg.InitFrom, &o)
 		if err != nil {
-			return fmt.Errorf("mcmc: init-from: %w", err)
+			return nil, fmt.Errorf("mcmc: init-from: %w", err)
 		}
 		src = other
 	default:
-		return nil
+		return nil, nil
 	}
-	return copyHyper(m, src)
+	return src, copyHyper(m, src)
+}
+
+// newRef builds the Gaussian reference from src's q(u) at Z = X, in f:
+// a = m, B = L (unwhitened) or a = chol(K) m, B = chol(K) L (whitened),
+// B scaled by scale; t holds chol(K) at the point.
+func newRef(t *target, src *models.Model, scale float64) (*gaussRef, error) {
+	post := src.Posterior()
+	n, L := t.n, t.latent
+	if post.M != n || post.Latent != L {
+		return nil, fmt.Errorf("mcmc: proposal=fit: the fitted model has %d×%d latent values, this one %d×%d (fit it on the same rows with the full family)", post.M, post.Latent, n, L)
+	}
+	r := &gaussRef{a: make([]float64, n*L), wa: make([]float64, n*L)}
+	for c := 0; c < L; c++ {
+		raw := post.LRaw[c].Data
+		b := make([]float64, n*n)
+		for i := 0; i < n; i++ {
+			for j := 0; j < i; j++ {
+				b[i*n+j] = raw[i*n+j]
+			}
+			b[i*n+i] = math.Exp(raw[i*n+i])
+		}
+		mean := append([]float64(nil), post.Mean[c].Data...)
+		if post.Whitened {
+			lk := t.chol[t.kern[c]]
+			mean = lowerTimes(lk, mean, make([]float64, n), n)
+			prod := make([]float64, n*n)
+			for i := 0; i < n; i++ {
+				for j := 0; j <= i; j++ {
+					var s float64
+					for k := j; k <= i; k++ {
+						s += lk[i*n+k] * b[k*n+j]
+					}
+					prod[i*n+j] = s
+				}
+			}
+			b = prod
+		}
+		for i := range b {
+			b[i] *= scale
+		}
+		r.b = append(r.b, b)
+		for i, v := range mean {
+			r.a[i*L+c] = v
+		}
+	}
+	t.whiten(r.a, r.wa)
+	return r, nil
 }
 
 // copyHyper copies the kernels' and likelihood's parameters and the jitter
@@ -217,7 +266,7 @@ type sampler struct {
 	mu             *sync.Mutex
 }
 
-func newSampler(m *models.Model, train *datasets.Dataset, cfg Config) (*sampler, error) {
+func newSampler(m *models.Model, train *datasets.Dataset, cfg Config, src *models.Model) (*sampler, error) {
 	y, width := m.Likelihood().Targets(train.Y, m.C)
 	s := &sampler{m: m, cfg: cfg}
 	var kernel []bool
@@ -237,6 +286,22 @@ func newSampler(m *models.Model, train *datasets.Dataset, cfg Config) (*sampler,
 		c := newChain(k, m.Opts.Train.Seed, t)
 		c.sample, c.theta0, c.sd, c.kernel = sample, s.theta0, cfg.HyperSD, kernel
 		s.chains = append(s.chains, c)
+	}
+	if cfg.Proposal == "fit" {
+		t0 := s.chains[0].t
+		if err := t0.factor(); err != nil {
+			s.close()
+			return nil, fmt.Errorf("mcmc: the prior covariance at the starting hyper-parameters: %w", err)
+		}
+		ref, err := newRef(t0, src, cfg.ProposalScale)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		for _, c := range s.chains {
+			c.t.ref = ref
+			c.g, c.gP, c.gEta = make([]float64, len(c.nu)), make([]float64, len(c.nu)), make([]float64, len(c.nu))
+		}
 	}
 	for _, c := range s.chains {
 		if err := c.start(); err != nil {

@@ -94,6 +94,13 @@ func priorCov(t *testing.T, m *models.Model) *mat.SymDense {
 // average differs from the truth by no more than Monte Carlo error (a
 // z-test on each of the points, |z| < 4).
 func TestGaussianPosteriorZTest(t *testing.T) {
+	t.Run("prior", func(t *testing.T) { gaussianZTest(t) })
+	// Ellipses around an inexact Gaussian (svi stopped early): the
+	// target, and so the posterior, are unchanged.
+	t.Run("fit", func(t *testing.T) { gaussianZTest(t, "proposal", "fit", "fit", "svi") })
+}
+
+func gaussianZTest(t *testing.T, extra ...string) {
 	const n, noise, seeds = 12, 0.3, 24
 	rng := rand.New(rand.NewPCG(3, 3))
 	ds := &datasets.Dataset{Name: "gauss", N: n, D: 1, C: 2, X: make([]float64, n), Y: make([]int, n)}
@@ -108,8 +115,9 @@ func TestGaussianPosteriorZTest(t *testing.T) {
 	var exactMean, exactVar []float64
 	for s := 0; s < seeds; s++ {
 		m, err := models.New(models.Options{Likelihood: models.LikelihoodOptions{Custom: gaussian{y: y, noise: noise}},
-			Posterior: models.PosteriorOptions{Family: "full"}, Inference: Name, Train: models.TrainOptions{Seed: uint64(100 + s)},
-			Settings: kv("chains", "2", "samples", "1500", "warmup", "200")})
+			Posterior: models.PosteriorOptions{Family: "full"}, Inference: Name,
+			Train:    models.TrainOptions{Seed: uint64(100 + s), Optimizer: "lbfgs", Epochs: 5},
+			Settings: kv(append([]string{"chains", "2", "samples", "1500", "warmup", "200"}, extra...)...)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,6 +351,15 @@ func smallOpts(extra ...string) models.Options {
 		Inference: Name, Train: models.TrainOptions{Seed: 7}, Settings: kv(append([]string{"chains", "3", "samples", "60", "warmup", "20"}, extra...)...)}
 }
 
+// variant is the settings of a sampler variant: hyper-parameters "fixed"
+// or "sample", or "fit": held at EP's, ellipses around EP's Gaussian.
+func variant(v string) []string {
+	if v == "fit" {
+		return []string{"fit", "ep", "proposal", "fit"}
+	}
+	return []string{"hyper", v}
+}
+
 func sameDraws(a, b *State) bool {
 	if len(a.Draws) != len(b.Draws) || len(a.Thetas) != len(b.Thetas) {
 		return false
@@ -368,19 +385,19 @@ func sameDraws(a, b *State) bool {
 // another seed other draws. Also with the hyper-parameters sampled.
 func TestSameSeedSameDraws(t *testing.T) {
 	ds := probitToy(40, 2)
-	for _, hyper := range []string{"fixed", "sample"} {
-		a, err := fitSmall(t, context.Background(), smallOpts("hyper", hyper), ds, models.FitConfig{})
+	for _, hyper := range []string{"fixed", "sample", "fit"} {
+		a, err := fitSmall(t, context.Background(), smallOpts(variant(hyper)...), ds, models.FitConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := fitSmall(t, context.Background(), smallOpts("hyper", hyper), ds, models.FitConfig{})
+		b, err := fitSmall(t, context.Background(), smallOpts(variant(hyper)...), ds, models.FitConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !sameDraws(StateOf(a), StateOf(b)) {
 			t.Errorf("%s: two fits with one seed drew differently", hyper)
 		}
-		o := smallOpts("hyper", hyper)
+		o := smallOpts(variant(hyper)...)
 		o.Train.Seed = 8
 		c, err := fitSmall(t, context.Background(), o, ds, models.FitConfig{})
 		if err != nil {
@@ -444,27 +461,27 @@ func TestCancelKeepsDraws(t *testing.T) {
 // an uninterrupted run; a checkpoint of another fit is refused.
 func TestCheckpointResume(t *testing.T) {
 	ds := probitToy(40, 2)
-	for _, hyper := range []string{"fixed", "sample"} {
-		full, err := fitSmall(t, context.Background(), smallOpts("hyper", hyper), ds, models.FitConfig{})
+	for _, hyper := range []string{"fixed", "sample", "fit"} {
+		full, err := fitSmall(t, context.Background(), smallOpts(variant(hyper)...), ds, models.FitConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(t.TempDir(), "ck")
 		ctx, cancel := context.WithCancel(context.Background())
-		_, err = fitSmall(t, ctx, smallOpts("hyper", hyper), ds, models.FitConfig{Progress: &cancelAfter{k: 10, cancel: cancel},
+		_, err = fitSmall(t, ctx, smallOpts(variant(hyper)...), ds, models.FitConfig{Progress: &cancelAfter{k: 10, cancel: cancel},
 			Checkpoint: &models.Checkpoint{Path: path}})
 		cancel()
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("interrupted fit: %v", err)
 		}
-		resumed, err := fitSmall(t, context.Background(), smallOpts("hyper", hyper), ds, models.FitConfig{Checkpoint: &models.Checkpoint{Path: path}})
+		resumed, err := fitSmall(t, context.Background(), smallOpts(variant(hyper)...), ds, models.FitConfig{Checkpoint: &models.Checkpoint{Path: path}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !sameDraws(StateOf(full), StateOf(resumed)) {
 			t.Errorf("%s: the resumed run drew otherwise than the uninterrupted one", hyper)
 		}
-		o := smallOpts("hyper", hyper)
+		o := smallOpts(variant(hyper)...)
 		o.Train.Seed = 99
 		if _, err := fitSmall(t, context.Background(), o, ds, models.FitConfig{Checkpoint: &models.Checkpoint{Path: path}}); err == nil || !strings.Contains(err.Error(), "another fit") {
 			t.Errorf("%s: a checkpoint of another fit: %v", hyper, err)

@@ -51,8 +51,19 @@ type target struct {
 	// every run (chains take turns; each keeps its own θ).
 	hyper []*layers.Param
 	theta []float64
+	// ref is the Gaussian the ellipses are drawn around (Proposal "fit"),
+	// nil for the prior.
+	ref *gaussRef
 	// evals counts likelihood evaluations.
 	evals int
+}
+
+// gaussRef is a Gaussian N(a_c, B_c B_cᵀ) per latent function: the
+// reference of generalised elliptical slice sampling, f_c = a_c + B_c ν_c.
+type gaussRef struct {
+	a  []float64   // n×L row-major
+	b  [][]float64 // per latent function, n×n lower, row-major
+	wa []float64   // chol(K_c)⁻¹ a_c at c·n
 }
 
 // newTarget compiles the chain's graphs for model m (initialised, the
@@ -198,16 +209,45 @@ func cholesky(a []float64, n int) bool {
 }
 
 // latents sets f = L ν per latent function (ν holds latent c's n values
-// at ν[c·n:]) into the row-major n×L out.
+// at ν[c·n:]) into the row-major n×L out: L = chol(K_c), or with a
+// Gaussian reference f = a + B ν.
 func (t *target) latents(nu, out []float64, tmp []float64) {
+	t.spread(nu, out, tmp)
+	if t.ref != nil {
+		for i, a := range t.ref.a {
+			out[i] += a
+		}
+	}
+}
+
+// spread sets out = L ν (or B ν with a reference), without the shift a.
+func (t *target) spread(nu, out []float64, tmp []float64) {
 	n := t.n
 	for c := 0; c < t.latent; c++ {
+		l := t.chol[t.kern[c]]
+		if t.ref != nil {
+			l = t.ref.b[c]
+		}
 		copy(tmp, nu[c*n:(c+1)*n])
-		blas64.Trmv(blas.NoTrans, blas64.Triangular{N: n, Stride: n, Data: t.chol[t.kern[c]], Uplo: blas.Lower, Diag: blas.NonUnit},
+		blas64.Trmv(blas.NoTrans, blas64.Triangular{N: n, Stride: n, Data: l, Uplo: blas.Lower, Diag: blas.NonUnit},
 			blas64.Vector{N: n, Inc: 1, Data: tmp})
 		for i := 0; i < n; i++ {
 			out[i*t.latent+c] = tmp[i]
 		}
+	}
+}
+
+// whiten sets out (latent c at c·n) to chol(K_c)⁻¹ x_c for the row-major
+// n×L x.
+func (t *target) whiten(x, out []float64) {
+	n := t.n
+	for c := 0; c < t.latent; c++ {
+		o := out[c*n : (c+1)*n]
+		for i := range o {
+			o[i] = x[i*t.latent+c]
+		}
+		blas64.Trsv(blas.NoTrans, blas64.Triangular{N: n, Stride: n, Data: t.chol[t.kern[c]], Uplo: blas.Lower, Diag: blas.NonUnit},
+			blas64.Vector{N: n, Inc: 1, Data: o})
 	}
 }
 
