@@ -36,7 +36,8 @@ An engine that does not support the composition gets a row saying why; the
 others still run. --reference-seeds K repeats the reference with K−1 other
 seeds: their differences to its first run are the Monte Carlo floor. Engine
 settings are given with --set, e.g. --set mcmc.samples=2000 --set mcmc.fit=ep
-(the sampler's hyper-parameters at EP's fit).`)
+(the sampler's hyper-parameters at EP's fit) --set mcmc.proposal=fit (its
+ellipses around EP's Gaussian: the same posterior, far better mixing).`)
 	var trainPath, testPath, lik, engines, ref, kernel, optim, png string
 	f.StringVar(&trainPath, "train", "", "training data `FILE.csv` (required)")
 	f.StringVar(&testPath, "test", "", "test data `FILE.csv` with labels (required)")
