@@ -70,10 +70,16 @@ type Row struct {
 	// inputs; LatentMeanRatio Σ|μ| / Σ|μ_ref| (below 1: means shrunk
 	// towards zero); ConfidenceRatio the mean of max_c p over that of the
 	// reference (below 1: under-confident). Nil without a reference.
+	//
+	// LatentMeanZ and LatentVarRel are the same errors in the reference's
+	// units, comparable across data sets whose latent scales differ by
+	// orders of magnitude: the mean |μ − μ_ref|/√v_ref and |v/v_ref − 1|.
 	MaxAbsDP        *float64 `json:"max_abs_dp,omitempty"`
 	MeanAbsDP       *float64 `json:"mean_abs_dp,omitempty"`
 	LatentMeanErr   *float64 `json:"latent_mean_err,omitempty"`
 	LatentVarErr    *float64 `json:"latent_var_err,omitempty"`
+	LatentMeanZ     *float64 `json:"latent_mean_z,omitempty"`
+	LatentVarRel    *float64 `json:"latent_var_rel,omitempty"`
 	LatentMeanRatio *float64 `json:"latent_mean_ratio,omitempty"`
 	ConfidenceRatio *float64 `json:"confidence_ratio,omitempty"`
 	// FitSeconds is the fit's wall time.
@@ -270,15 +276,20 @@ func against(r, ref *Row, c int) {
 	}
 	r.MaxAbsDP, r.MeanAbsDP = ptr(maxDP), ptr(sumDP/float64(len(r.Probs)))
 	if len(r.Mu) == len(ref.Mu) && len(r.Mu) > 0 {
-		var dm, dv, am, amRef float64
+		var dm, dv, am, amRef, zm, rv float64
 		for i := range r.Mu {
 			dm += math.Abs(r.Mu[i] - ref.Mu[i])
 			dv += math.Abs(r.Var[i] - ref.Var[i])
 			am += math.Abs(r.Mu[i])
 			amRef += math.Abs(ref.Mu[i])
+			if ref.Var[i] > 0 {
+				zm += math.Abs(r.Mu[i]-ref.Mu[i]) / math.Sqrt(ref.Var[i])
+				rv += math.Abs(r.Var[i]/ref.Var[i] - 1)
+			}
 		}
 		n := float64(len(r.Mu))
 		r.LatentMeanErr, r.LatentVarErr = ptr(dm/n), ptr(dv/n)
+		r.LatentMeanZ, r.LatentVarRel = ptr(zm/n), ptr(rv/n)
 		if amRef > 0 {
 			r.LatentMeanRatio = ptr(am / amRef)
 		}

@@ -26,7 +26,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, ", reference %s", r.Reference)
 	}
 	fmt.Fprintln(w)
-	head := []string{"engine", "error", "NLL", "evidence", "max|Δp|", "mean|Δp|", "|Δμ|", "|Δv|", "μ ratio", "conf ratio", "fit s", "s/ESS"}
+	head := []string{"engine", "error", "NLL", "evidence", "max|Δp|", "mean|Δp|", "|Δμ|", "|Δv|", "|Δμ|/sd", "|Δv|/v", "μ ratio", "conf ratio", "fit s", "s/ESS"}
 	rows := [][]string{head}
 	opt := func(v *float64, f string) string {
 		if v == nil {
@@ -41,7 +41,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			name = fmt.Sprintf("%s#%d", row.Engine, row.Run)
 		}
 		if row.Skipped != "" {
-			rows = append(rows, []string{name, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"})
+			rows = append(rows, []string{name, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"})
 			notes = append(notes, fmt.Sprintf("%s: %s", name, row.Skipped))
 			continue
 		}
@@ -54,7 +54,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			ev += " (" + row.EvidenceKind + ")"
 		}
 		rows = append(rows, []string{name, fmt.Sprintf("%.4f", row.TestError), fmt.Sprintf("%.4f", row.NLL), ev,
-			opt(row.MaxAbsDP, "%.4f"), opt(row.MeanAbsDP, "%.4f"), opt(row.LatentMeanErr, "%.4f"), opt(row.LatentVarErr, "%.4f"),
+			opt(row.MaxAbsDP, "%.4f"), opt(row.MeanAbsDP, "%.4f"), opt(row.LatentMeanErr, "%.4g"), opt(row.LatentVarErr, "%.4g"),
+			opt(row.LatentMeanZ, "%.4f"), opt(row.LatentVarRel, "%.4f"),
 			opt(row.LatentMeanRatio, "%.3f"), opt(row.ConfidenceRatio, "%.3f"), fmt.Sprintf("%.1f", row.FitSeconds), ess})
 		var figs []string
 		for _, f := range row.Figures {
