@@ -23,6 +23,7 @@ const usage = `usage:
   gpc experiment report DIR [--data-dir D]
   gpc experiment splice FILE.md [--root R] [--data-dir D]
   gpc experiment scoreboard [--root R] [--data-dir D]
+  gpc experiment compare SPEC.yaml [--out DIR] [--data-dir D] [--report-only]
 
 run expands the spec's grid (data sets × settings × methods × splits), runs
 it on W parallel workers (while as many fits run as there are cores, each
@@ -62,6 +63,8 @@ verdict, <!-- gpc:rule --> … <!-- gpc:end --> the verdict rule,
 scoreboard prints the scoreboard: every table and figure of the papers
 (experiments/scoreboard.go), the budget run and the verdict computed from
 the committed results under R/experiments/results.
+compare runs an approximation-against-MCMC comparison spec (see
+experiments.CompareSpec and experiments/compare_binary.yaml).
 `
 
 // Main is the `gpc experiment` command: args are the words after
@@ -85,6 +88,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return mainSplice(args[1:], stdout, stderr)
 	case "scoreboard":
 		return mainScoreboard(args[1:], stdout, stderr)
+	case "compare":
+		return mainCompare(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "gpc experiment: unknown command %q\n\n%s", args[0], usage)
 	return 2

@@ -97,6 +97,65 @@ type Stateful interface {
 	DecodeState(m *Model, raw json.RawMessage) (any, error)
 }
 
+// EvidenceReporter is an engine whose fit has a log marginal likelihood,
+// or a lower bound on it, that can be evaluated after the fit (EP's log
+// Z_EP, the ELBO of variational inference): what `gpc compare` prints
+// beside each engine's test scores. A sampler, which has none, does not
+// implement it.
+type EvidenceReporter interface {
+	Engine
+	// LogEvidence evaluates the fitted model m's log evidence or bound on
+	// the training rows (in the model's units), and names which it is
+	// ("log Z_EP", "ELBO").
+	LogEvidence(ctx context.Context, m *Model, train *datasets.Dataset) (value float64, kind string, err error)
+}
+
+// Figure is one named number an engine reports about its fit.
+type Figure struct {
+	// Name is a short snake_case name (say "seconds_per_ess").
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+}
+
+// Reporter is an engine with figures about a fit beyond its scores: a
+// sampler's split-R̂, effective sample size and time per effective sample.
+type Reporter interface {
+	Engine
+	// Report returns the figures of the fit of m (none before a fit).
+	Report(m *Model) []Figure
+}
+
+// LogEvidence returns the fitted model's log evidence or its bound on the
+// training rows train (in the inputs' units, standardised as the model
+// was), and what it is; ok is false when the model's engine has none
+// (models.EvidenceReporter).
+func (m *Model) LogEvidence(ctx context.Context, train *datasets.Dataset) (value float64, kind string, ok bool, err error) {
+	r, is := m.engine.(EvidenceReporter)
+	if !is {
+		return 0, "", false, nil
+	}
+	if m.post == nil {
+		return 0, "", true, errors.New("models: LogEvidence before the model is fitted")
+	}
+	if err := train.Validate(); err != nil {
+		return 0, "", true, err
+	}
+	if m.scaler != nil {
+		train = m.standardize(train)
+	}
+	value, kind, err = r.LogEvidence(ctx, m, train)
+	return value, kind, true, err
+}
+
+// Report returns the figures the model's engine reports about its fit
+// (models.Reporter), nil for an engine without.
+func (m *Model) Report() []Figure {
+	if r, ok := m.engine.(Reporter); ok {
+		return r.Report(m)
+	}
+	return nil
+}
+
 var (
 	engineMu sync.RWMutex
 	engines  = map[string]Engine{}

@@ -55,6 +55,19 @@ type Options struct {
 	// EP configures the "ep" engine.
 	EP    EPOptions
 	Train TrainOptions
+	// Settings configure engines registered outside this package, as
+	// "engine.key" → value (say "mcmc.chains" → "4"): an engine reads and
+	// validates the keys under its own name (in Supports, so that a bad
+	// value fails at New), so that a new engine needs no field here. They
+	// are part of the options a checkpoint fingerprints and Save stores.
+	Settings map[string]string `json:",omitempty"`
+}
+
+// Setting returns the value of engine setting key for the engine named
+// engine ("" and false when unset).
+func (o Options) Setting(engine, key string) (string, bool) {
+	v, ok := o.Settings[engine+"."+key]
+	return v, ok
 }
 
 // KernelOptions selects the kernel of every latent function.

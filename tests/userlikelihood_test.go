@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -13,6 +14,8 @@ import (
 	"github.com/gpc-dev/gpc/layers"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models"
+	"github.com/gpc-dev/gpc/models/compare"
+	_ "github.com/gpc-dev/gpc/models/mcmc"
 )
 
 // CLogLog is a binary likelihood a user writes as graph code outside the
@@ -140,5 +143,48 @@ func TestUserLikelihoodTrains(t *testing.T) {
 	t.Logf("test NLL %.4f, true function's %.4f, error %.3f", sc.NLL, trueNLL, sc.Error)
 	if sc.NLL > trueNLL+0.05 {
 		t.Errorf("test NLL %.4f is not within 0.05 of the true function's %.4f", sc.NLL, trueNLL)
+	}
+}
+
+// The user's likelihood runs unchanged under compare (what `gpc compare`
+// does) beside the sampler: svi and mcmc fit it, ep refuses it in its row
+// (it has no tilted moments) while the others still run, and the
+// variational predictions come close to the sampled ones.
+func TestUserLikelihoodCompare(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	gen := func(n int) *datasets.Dataset {
+		ds := &datasets.Dataset{Name: "cloglog", N: n, D: 1, C: 2, X: make([]float64, n), Y: make([]int, n)}
+		for i := 0; i < n; i++ {
+			x := 6*rng.Float64() - 3
+			ds.X[i] = x
+			if rng.Float64() < 1-math.Exp(-math.Exp(1.5*math.Sin(1.5*x))) {
+				ds.Y[i] = 1
+			}
+		}
+		return ds
+	}
+	base := models.Options{Likelihood: models.LikelihoodOptions{Custom: CLogLog{Points: 20}}, Posterior: models.PosteriorOptions{Family: "full"},
+		Train:    models.TrainOptions{Epochs: 100, Optimizer: "lbfgs", Seed: 1},
+		Settings: map[string]string{"mcmc.samples": "600", "mcmc.warmup": "200", "mcmc.fit": "svi"}}
+	rep, err := compare.Run(context.Background(), compare.Config{Base: base, Engines: []string{"svi", "ep", "mcmc"}, Reference: "mcmc",
+		Train: gen(80), Test: gen(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	rep.WriteTable(&b)
+	t.Log("\n" + b.String())
+	if ep := rep.Row("ep"); ep == nil || !strings.Contains(ep.Skipped, "tilted") {
+		t.Errorf("ep's row: %+v", ep)
+	}
+	svi, mc := rep.Row("svi"), rep.Row("mcmc")
+	if svi == nil || svi.Skipped != "" || mc == nil || mc.Skipped != "" {
+		t.Fatalf("svi %+v, mcmc %+v", svi, mc)
+	}
+	if *svi.MeanAbsDP > 0.05 {
+		t.Errorf("svi's predictions differ from the sampler's by %.4f on average", *svi.MeanAbsDP)
+	}
+	if r, ok := mc.Figure("max_rhat"); !ok || !(r < 1.2) {
+		t.Errorf("sampler's max R-hat %v", r)
 	}
 }

@@ -22,11 +22,14 @@ type Pointwise interface {
 
 // LogLik returns the n-vector log p(y_i | f_i) of any likelihood: its own
 // Pointwise.LogLik when it has one, else its expected log-likelihood under
-// marginals of zero variance, which every built-in form (quadrature, closed
-// form, Monte Carlo with its draws scaled by √v) reduces to log p(y | f)
-// exactly. A user's likelihood therefore runs under those engines with no
-// extra code; one whose expectation does not reduce at v = 0 (say, a
-// closed form dividing by v) implements Pointwise.
+// marginals of zero variance, which quadrature (Expect1D) and Monte Carlo
+// with draws scaled by √v reduce to log p(y | f) exactly. A user's
+// likelihood therefore runs under those engines with no extra code; one
+// whose expectation does not reduce at v = 0 implements Pointwise, as the
+// built-in step likelihoods do (robust-max and GPC-I divide by the
+// variance; for GPC-II/III the expectation is E_ε[log p(y|f+ε)], not
+// log p(y|f)), and the Bernoulli links, for speed (one evaluation per row
+// instead of one per quadrature node).
 func LogLik(l Likelihood, s *layers.Scope, f, y *G.Node) (*G.Node, error) {
 	if p, ok := l.(Pointwise); ok {
 		return p.LogLik(s, f, y)

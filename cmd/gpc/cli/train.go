@@ -160,8 +160,9 @@ frequent class is reported as a warning.
 interrupted (Ctrl-C, a killed or requeued job) and started again with the
 same command ends with the same model, bit for bit, as one never
 interrupted. FILE is refused if it was written for other options or data.
-It is removed once the model is written. Only minibatch training (adam,
-adadelta) checkpoints.`)
+It is removed once the model is written. Minibatch training (adam,
+adadelta) and engines with checkpoints (mcmc: the chains resume with the
+draws of an uninterrupted run) checkpoint.`)
 	var a trainArgs
 	var model, noise, hidden string
 	f.StringVar(&a.train, "train", "", "training data `FILE.csv` (required)")
@@ -190,6 +191,8 @@ adadelta) checkpoints.`)
 	f.BoolVar(&a.noStandardize, "no-standardize", false, "use the inputs as given instead of standardising each column")
 	f.StringVar(&a.checkpoint, "checkpoint", "", "save the training state to `FILE` and resume from it when it exists")
 	f.DurationVar(&a.checkpointEvery, "checkpoint-every", 10*time.Minute, "least `duration` between checkpoints, taken at epoch ends (0: every epoch)")
+	set := settingsFlag{}
+	f.Var(set, "set", "engine setting `ENGINE.KEY=VALUE`, repeatable (say mcmc.samples=2000, mcmc.init-from=M.json)")
 	pos, err := f.parse(args, stdout)
 	if err != nil {
 		return nil, err
@@ -245,6 +248,9 @@ adadelta) checkpoints.`)
 		Inputs:     models.InputOptions{Model: inp},
 		Inference:  engine,
 		Train:      models.TrainOptions{Epochs: *epochs, Batch: *batch, LR: *lr, Seed: *seed, Optimizer: optim},
+	}
+	if len(set) > 0 {
+		a.opts.Settings = set
 	}
 	a.opts.Inputs.Hidden, a.opts.Inputs.Residual, a.opts.Inputs.TestSamples = h, *residual, *samples
 	a.opts.Inputs.Standardize = !a.noStandardize
