@@ -63,8 +63,8 @@ func TestRegisterEngine(t *testing.T) {
 	if _, err := New(Options{Model: "nimgp", Inference: "test-counting"}); err == nil || !strings.Contains(err.Error(), "no input noise") {
 		t.Errorf("nimgp under test-counting: %v; want the engine's refusal", err)
 	}
-	if _, err := New(Options{Model: "mgp", Inference: "ep"}); err == nil || !strings.Contains(err.Error(), "likelihoods.ClassCounter") {
-		t.Errorf("mgp under ep: %v; want a refusal naming likelihoods.ClassCounter", err)
+	if _, err := New(Options{Model: "mgp", Inference: "ep"}); err == nil || !strings.Contains(err.Error(), "sites touch one latent function") {
+		t.Errorf("mgp under ep: %v; want a refusal: one latent function", err)
 	}
 	if _, err := New(Options{Model: "svgp", Inference: "nope"}); err == nil || !strings.Contains(err.Error(), "svi") {
 		t.Errorf("unknown engine: %v; want the registered ones listed", err)

@@ -48,12 +48,15 @@ func (epEngine) Supports(m *Model) error {
 	// Tilted moments come from the likelihood (ep.Tilted) or, for any
 	// other, by quadrature of its log p(y|f); its sites touch one latent
 	// function, so it must be a likelihood with one.
-	cc, ok := m.lik.(likelihoods.ClassCounter)
-	if !ok {
-		return fmt.Errorf("models: the ep engine's sites touch one latent function, for a likelihood of a fixed number of classes (likelihoods.ClassCounter); the %s likelihood is multi-class", m.Opts.Likelihood.Name)
+	// Without a fixed class count (likelihoods.ClassCounter) the data decide,
+	// at Fit; a likelihood with several latent functions for two classes is
+	// refused now.
+	classes := 2
+	if cc, ok := m.lik.(likelihoods.ClassCounter); ok {
+		classes = cc.Classes()
 	}
-	if l := m.lik.Latent(cc.Classes()); l != 1 {
-		return fmt.Errorf("models: the ep engine handles one latent function; the %s likelihood has %d", m.Opts.Likelihood.Name, l)
+	if l := m.lik.Latent(classes); l != 1 {
+		return fmt.Errorf("models: the ep engine's sites touch one latent function; the %s likelihood has %d for %d classes", m.Opts.Likelihood.Name, l, classes)
 	}
 	if !inputs.IsPassthrough(m.inputs) {
 		return fmt.Errorf("models: the ep engine works on the latent values at the observed inputs (inputs.Passthrough); the %s input model is not", m.inputs.Name())
