@@ -14,10 +14,11 @@ import (
 const DefaultPlateauWindow = 10
 
 // Plateau is a stopping rule for minibatch training: it smooths the epoch
-// losses over a window and reports convergence once the smoothed loss
-// falls by less than a relative tolerance per epoch. It needs two windows
-// of epochs before it can call a fit converged, so a fit never stops before
-// 2·Window epochs.
+// losses over a window and reports convergence once the smoothed loss has
+// fallen by less than a relative tolerance per epoch at each of the last
+// Window epochs (a single flat reading is often a pause before the
+// hyper-parameters move on). It needs two windows of epochs before it
+// can read a rate, so a fit never stops before 3·Window epochs.
 type Plateau struct {
 	// Window is the epochs averaged (0: DefaultPlateauWindow).
 	Window int
@@ -25,10 +26,18 @@ type Plateau struct {
 	// which the fit has converged; Tol ≤ 0 never reports convergence.
 	Tol    float64
 	losses []float64
+	flat   int // consecutive epochs whose rate was below Tol
 }
 
 // Add records an epoch's mean loss (the objective being minimised).
-func (p *Plateau) Add(loss float64) { p.losses = append(p.losses, loss) }
+func (p *Plateau) Add(loss float64) {
+	p.losses = append(p.losses, loss)
+	if _, rel, ok := p.Rate(); ok && len(p.losses) >= 2*p.window() && rel < p.Tol {
+		p.flat++
+	} else {
+		p.flat = 0
+	}
+}
 
 // Epochs is the number of losses recorded.
 func (p *Plateau) Epochs() int { return len(p.losses) }
@@ -55,14 +64,11 @@ func (p *Plateau) Rate() (perEpoch, rel float64, ok bool) {
 	return perEpoch, perEpoch / math.Max(math.Abs(recent), 1e-300), true
 }
 
-// Converged reports whether two full windows have run and the smoothed loss
-// fell by less than Tol (relative) per epoch between them.
+// Converged reports whether the smoothed loss, read over two full
+// windows, has fallen by less than Tol (relative) per epoch at each of the
+// last Window epochs.
 func (p *Plateau) Converged() bool {
-	if p.Tol <= 0 || len(p.losses) < 2*p.window() {
-		return false
-	}
-	_, rel, ok := p.Rate()
-	return ok && rel < p.Tol
+	return p.Tol > 0 && p.flat >= p.window()
 }
 
 func mean(v []float64) float64 {
