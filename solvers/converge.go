@@ -18,7 +18,7 @@ const DefaultPlateauWindow = 10
 // fallen by less than a relative tolerance per epoch at each of the last
 // Window epochs (a single flat reading is often a pause before the
 // hyper-parameters move on). It needs two windows of epochs before it
-// can read a rate, so a fit never stops before 3·Window epochs.
+// can read a rate, so a fit never stops before 3·Window − 1 epochs.
 type Plateau struct {
 	// Window is the epochs averaged (0: DefaultPlateauWindow).
 	Window int

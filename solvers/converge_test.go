@@ -32,7 +32,7 @@ func TestPlateau(t *testing.T) {
 		t.Fatalf("rate %v %v %v", rise, rel, ok)
 	}
 	short := Plateau{Tol: 1}
-	for range 3*DefaultPlateauWindow - 1 {
+	for range 3*DefaultPlateauWindow - 2 {
 		short.Add(1)
 	}
 	if short.Converged() {
