@@ -22,7 +22,10 @@ type Epoch = solvers.Epoch
 
 // FitConfig holds the optional hooks of Fit.
 type FitConfig struct {
-	// Progress receives a line per epoch (epoch, ELBO, time, ETA); nil is silent.
+	// Progress receives about a line a second: minibatch epochs (epoch,
+	// ELBO, time, ETA) or full-batch L-BFGS iterations (iteration,
+	// objective, relative change, evaluations, time, a bound on the time
+	// left), with the first and the last always; nil is silent.
 	Progress io.Writer
 	// Callback is called after each epoch; returning solvers.ErrStopTraining
 	// stops early, any other error aborts.
@@ -45,9 +48,14 @@ type FitConfig struct {
 	Checkpoint *Checkpoint
 }
 
-// Fit trains the model on train by maximising the ELBO with Adam over
-// shuffled minibatches (Options.Train), the input model's per-row local
-// parameters (if any) by their own per-row Adam after each global step.
+// Fit trains the model on train by its engine: for the svi engine, by
+// maximising the ELBO with Adam or Adadelta over shuffled minibatches, the
+// input model's per-row local parameters (if any) by their own per-row
+// Adam after each global step, or with L-BFGS on the full batch
+// (Options.Train). Under the converged stopping rule the fit ends when
+// the objective stops improving, within the Epochs cap; the model keeps a
+// FitReport of how it ended, and a fit that ended unconverged is reported
+// in one line to cfg.Warnings.
 // It stops early with ctx's error when ctx is cancelled. Fit starts from
 // scratch; Continue trains a fitted model further on a data set with rows
 // appended, so Fit keeps the training graph and optimiser state in the
