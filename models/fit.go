@@ -80,6 +80,7 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if err := m.checkCheckpoint(cfg.Checkpoint); err != nil {
 		return err
 	}
+	m.learnUngivenNoise(train)
 	warn := cfg.Warnings
 	if warn == nil {
 		warn = os.Stderr
@@ -291,6 +292,19 @@ func (m *Model) fitLBFGS(ctx context.Context, obj *svi.Objective, train *dataset
 		}
 	}
 	return done, nil
+}
+
+// learnUngivenNoise makes a model with an input-noise part learn the
+// variances when none are given (no Noise.Var, no per-row variances with
+// the data), as gpc train does: zero given variances would otherwise make
+// a noise-aware model noiseless, or be refused by one that divides by
+// them. Options.Inputs.Noise.Learn then says so, for Save.
+func (m *Model) learnUngivenNoise(train *datasets.Dataset) {
+	n := m.InputNoise()
+	if n == nil || n.Learn || n.Var != 0 || train.Noise != nil {
+		return
+	}
+	n.Learn, m.Opts.Inputs.Noise.Learn = true, true
 }
 
 // lbfgsSettings are the settings of a full-batch fit's L-BFGS run of at

@@ -61,11 +61,12 @@ func readSaved(t *testing.T, path string) savedFit {
 
 // TestAPIMatchesCLI: the library with zero options and gpc train with no
 // training flags train the same model on the same CSV, bit for bit: the
-// same parameters, standardisation and fit record.
+// same parameters, standardisation and fit record (for a noise-aware
+// model, both learn the noise variances).
 func TestAPIMatchesCLI(t *testing.T) {
 	dir := t.TempDir()
 	csv := writeFile(t, dir, "train.csv", curvedCSV(80, 1))
-	for _, model := range []string{"svgp-kl", "mgp"} {
+	for _, model := range []string{"svgp-kl", "mgp", "nimgp-fo"} {
 		t.Run(model, func(t *testing.T) {
 			cliOut := filepath.Join(dir, model+"-cli.json")
 			if code, _, stderr := gpc(t, "train", "--train", csv, "--model", model, "--out", cliOut, "--quiet"); code != 0 {
