@@ -159,12 +159,13 @@ frequent class is reported as a warning.
 
 Training runs to convergence within a cap: each model's default optimiser
 and cap are those its paper fits with (svgp, svgp-kl, ep, ep-fitc, mfsp:
-L-BFGS on the full batch until an iteration improves the objective by less
-than --tol relative, at most 1000 iterations; the other models: Adam over
-minibatches until the ELBO, averaged over 10 epochs, rises by less than
---tol relative per epoch, at most 1000 epochs). A fit that stops at its cap
-while still improving is reported in one line, and the saved model records
-how its fit ended. --stop budget runs every epoch instead.
+L-BFGS on the full batch until ten iterations in a row each improve the
+objective by less than --tol relative, at most 1000 iterations; the other
+models: Adam over minibatches until the ELBO, averaged over 10 epochs, has
+risen by less than --tol relative per epoch for ten epochs in a row, at
+most 1000 epochs). A fit that stops at its cap while still improving is
+reported in one line, and the saved model records how its fit ended (its
+"fit" record). --stop budget runs every epoch instead.
 
 --checkpoint FILE saves the training state to FILE every --checkpoint-every
 (at the end of an epoch) and, when FILE exists, resumes from it: a run
