@@ -190,7 +190,8 @@ type TrainOptions struct {
 	// run before the stopping rule existed and how the experiments run.
 	Stop string `json:",omitempty"`
 	// Tolerance is the converged rule's threshold on the objective's
-	// relative decrease: per L-BFGS iteration (0: DefaultLBFGSTol), or
+	// relative improvement, which must stay below it for ten iterations
+	// or epochs in a row: per L-BFGS iteration (0: DefaultLBFGSTol), or
 	// per epoch of the minibatch loss averaged over
 	// solvers.DefaultPlateauWindow epochs (0: DefaultEpochTol).
 	Tolerance float64 `json:",omitempty"`
