@@ -100,6 +100,15 @@ func modelOptions(r Run, nTotal int, seed uint64) models.Options {
 	if b.LocalAdam != "" {
 		o.Train.LocalAdam = b.LocalAdam
 	}
+	// A run is its spec's fixed budget on the inputs as the data set gives
+	// them (specs standardise where their paper does), as the committed
+	// results were computed: neither the presets' training nor the
+	// library's defaults (the stopping rule, standardisation) apply.
+	o.Train.Stop = models.StopBudget
+	if o.Train.Optimizer == "" {
+		o.Train.Optimizer = "adam"
+	}
+	o.Inputs.NoStandardize = true
 	o.Inputs.Hidden, o.Inputs.Residual, o.Inputs.TestSamples = b.Hidden, b.Residual, b.TestSamples
 	// The noise settings reach every model; an input model without a noise
 	// part ignores them.

@@ -973,6 +973,11 @@ func filterNames(what string, want []string, names []string) (keep []bool, err e
 // methodOptions is the composition a method names (no budget yet).
 func methodOptions(m Method) models.Options {
 	o := models.Options{Model: m.Model}
+	// What the library would choose when the spec says nothing is pinned
+	// to what the specs were written for (see modelOptions): Adam, the
+	// fixed budget, the inputs as the data set gives them.
+	o.Train.Optimizer, o.Train.Stop = "adam", models.StopBudget
+	o.Inputs.NoStandardize = true
 	o.Likelihood.Name = m.Likelihood
 	o.Inputs.Model = m.Inputs
 	if sampledVariant(m.Variant) {

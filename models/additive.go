@@ -17,8 +17,8 @@ import (
 // multi-class data. δ is learned unless Options.Likelihood.FixDelta;
 // Options.Likelihood.Delta is its initial (or fixed) value, 1e-3 by default.
 //
-// The presets fix the parts only: a Preset carries no training settings, so
-// the paper's Appendix D settings (M = 300 k-means inducing inputs, batch
+// The presets fix the parts and take the default training (Adam to the
+// minibatch stopping rule); the paper's Appendix D settings (M = 300 k-means inducing inputs, batch
 // 1024, Adam 0.01, 10 000 iterations, RBF ℓ = 0.1·√d and σ² = 5) are
 // applied by AppendixD, which the experiments and API callers use; the CLI
 // takes them as flags.

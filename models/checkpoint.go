@@ -101,7 +101,13 @@ type fitPrint struct {
 
 // checkpointPrint fingerprints the fit of m on train (standardised).
 func (m *Model) checkpointPrint(train *datasets.Dataset) (fitPrint, error) {
-	o, err := json.Marshal(m.Opts)
+	opts := m.Opts
+	if opts.Train.Stop == StopBudget {
+		// The budget rule trains as fits did before the rule existed, so a
+		// checkpoint written then (without the field) resumes.
+		opts.Train.Stop = ""
+	}
+	o, err := json.Marshal(opts)
 	if err != nil {
 		return fitPrint{}, fmt.Errorf("models: checkpoint: encoding the options: %w", err)
 	}

@@ -89,12 +89,13 @@ func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 		return err
 	}
 	if len(params) > 0 {
-		_, err = solvers.TrainLBFGS(ctx, tobj, params, train.N, solvers.LBFGSSettings{
-			MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings,
-		})
+		t := m.Opts.Train
+		var res solvers.Result
+		res, err = solvers.TrainLBFGS(ctx, tobj, params, train.N, m.lbfgsSettings(t.Epochs, cfg, "log Z_EP"))
 		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
 			return err
 		}
+		m.report = lbfgsReport(t.Stop, "EP log evidence", res, res.Iterations, t.Epochs, reportTol(t.Tolerance, DefaultLBFGSTol))
 	}
 	// EP at the final hyper-parameters, then its posterior as q(u).
 	if _, _, err := o.Step(solvers.FullBatch(train.N)); err != nil {

@@ -22,7 +22,10 @@ type Epoch = solvers.Epoch
 
 // FitConfig holds the optional hooks of Fit.
 type FitConfig struct {
-	// Progress receives a line per epoch (epoch, ELBO, time, ETA); nil is silent.
+	// Progress receives about a line a second: minibatch epochs (epoch,
+	// ELBO, time, ETA) or full-batch L-BFGS iterations (iteration,
+	// objective, relative change, evaluations, time, a bound on the time
+	// left), with the first and the last always; nil is silent.
 	Progress io.Writer
 	// Callback is called after each epoch; returning solvers.ErrStopTraining
 	// stops early, any other error aborts.
@@ -45,9 +48,14 @@ type FitConfig struct {
 	Checkpoint *Checkpoint
 }
 
-// Fit trains the model on train by maximising the ELBO with Adam over
-// shuffled minibatches (Options.Train), the input model's per-row local
-// parameters (if any) by their own per-row Adam after each global step.
+// Fit trains the model on train by its engine: for the svi engine, by
+// maximising the ELBO with Adam or Adadelta over shuffled minibatches, the
+// input model's per-row local parameters (if any) by their own per-row
+// Adam after each global step, or with L-BFGS on the full batch
+// (Options.Train). Under the converged stopping rule the fit ends when
+// the objective stops improving, within the Epochs cap; the model keeps a
+// FitReport of how it ended, and a fit that ended unconverged is reported
+// in one line to cfg.Warnings.
 // It stops early with ctx's error when ctx is cancelled. Fit starts from
 // scratch; Continue trains a fitted model further on a data set with rows
 // appended, so Fit keeps the training graph and optimiser state in the
@@ -72,11 +80,12 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if err := m.checkCheckpoint(cfg.Checkpoint); err != nil {
 		return err
 	}
+	m.learnUngivenNoise(train)
 	warn := cfg.Warnings
 	if warn == nil {
 		warn = os.Stderr
 	}
-	m.fit, m.meanSamples, m.scaler, m.engineState = nil, nil, nil, nil
+	m.fit, m.meanSamples, m.scaler, m.engineState, m.report = nil, nil, nil, nil, nil
 	if m.Opts.Inputs.Standardize {
 		s, err := fitScaler(train)
 		if err != nil {
@@ -88,7 +97,12 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if _, err := interruptibly(ctx, func() (struct{}, error) { return struct{}{}, m.initialize(train, warn) }); err != nil {
 		return m.explain("training", err)
 	}
-	return m.explain("training", m.engine.Fit(ctx, m, train, cfg))
+	if err := m.engine.Fit(ctx, m, train, cfg); err != nil {
+		m.report = nil
+		return m.explain("training", err)
+	}
+	m.report.warnUnconverged(warn, m.Name())
+	return nil
 }
 
 func init() { mustRegisterEngine(sviEngine{}) }
@@ -180,10 +194,34 @@ func fitSVI(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfi
 		if cfg.Checkpoint != nil {
 			every = cfg.Checkpoint.Every
 		}
+		// The plateau reads only the epochs after the freeze: the frozen
+		// ones are flat by design, and unfreezing drops the loss.
+		frozen := max(t.FreezeHyper, t.FreezeZ)
+		plateau := &solvers.Plateau{Tol: t.epochTol()}
+		if resume != nil {
+			for _, e := range resume.History {
+				if e.Epoch > frozen {
+					plateau.Add(e.Loss)
+				}
+			}
+		}
+		var stoppedBy string
 		callback := func(e Epoch) error {
 			obj.Freeze(frozenFor(e.Epoch))
 			if cfg.Callback != nil {
-				return cfg.Callback(e)
+				if err := cfg.Callback(e); err != nil {
+					if errors.Is(err, solvers.ErrStopTraining) {
+						stoppedBy = "stopped by the callback"
+					}
+					return err
+				}
+			}
+			if e.Epoch > frozen {
+				plateau.Add(e.Loss)
+			}
+			if plateau.Converged() {
+				stoppedBy = "converged"
+				return solvers.ErrStopTraining
 			}
 			return nil
 		}
@@ -195,6 +233,23 @@ func fitSVI(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfi
 			Checkpoint: save, CheckpointEvery: every, Resume: resume,
 		})
 		epochs = len(hist)
+		if err == nil {
+			reason := stoppedBy
+			switch {
+			case reason != "":
+			case epochs < t.Epochs:
+				reason = "iteration limit"
+			default:
+				reason = "cap"
+			}
+			tail := hist
+			for len(tail) > 0 && tail[0].Epoch <= frozen {
+				tail = tail[1:]
+			}
+			m.report = minibatchReport(t.Optimizer, t.Stop, tail, t.Epochs, reportTol(t.Tolerance, DefaultEpochTol), reason)
+			m.report.Iterations = epochs
+			m.report.Converged = m.report.Converged || stoppedBy == "converged"
+		}
 	}
 	obj.Freeze(nil)
 	// Keep the graph and optimiser state for Continue, also after a failed
@@ -209,7 +264,7 @@ func fitSVI(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfi
 func (m *Model) fitLBFGS(ctx context.Context, obj *svi.Objective, train *datasets.Dataset, cfg FitConfig, frozenFor func(int) map[*layers.Param]bool) (int, error) {
 	t := m.Opts.Train
 	first := min(max(t.FreezeHyper, t.FreezeZ), t.Epochs)
-	done := 0
+	done, iterations := 0, 0
 	for _, phase := range []int{first, t.Epochs - first} {
 		if phase == 0 {
 			continue
@@ -219,11 +274,14 @@ func (m *Model) fitLBFGS(ctx context.Context, obj *svi.Objective, train *dataset
 		if err != nil {
 			return done, err
 		}
-		res, err := solvers.TrainLBFGS(ctx, tobj, obj.SolverParams(), train.N, solvers.LBFGSSettings{MaxIterations: phase, Warnings: cfg.Warnings})
+		res, err := solvers.TrainLBFGS(ctx, tobj, obj.SolverParams(), train.N, m.lbfgsSettings(phase, cfg, "elbo"))
 		done += phase
 		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
 			return done, err
 		}
+		iterations += res.Iterations
+		// The last phase is the one that ends the fit.
+		m.report = lbfgsReport(t.Stop, "ELBO", res, iterations, t.Epochs, reportTol(t.Tolerance, DefaultLBFGSTol))
 		if cfg.Callback != nil {
 			if err := cfg.Callback(Epoch{Epoch: done, Loss: res.F, Steps: res.Iterations, Iterations: done}); err != nil {
 				if errors.Is(err, solvers.ErrStopTraining) {
@@ -234,6 +292,41 @@ func (m *Model) fitLBFGS(ctx context.Context, obj *svi.Objective, train *dataset
 		}
 	}
 	return done, nil
+}
+
+// learnUngivenNoise makes a model with an input-noise part learn the
+// variances when none are given (no Noise.Var, no per-row variances with
+// the data), as gpc train does: zero given variances would otherwise make
+// a noise-aware model noiseless, or be refused by one that divides by
+// them. Options.Inputs.Noise.Learn then says so, for Save.
+func (m *Model) learnUngivenNoise(train *datasets.Dataset) {
+	n := m.InputNoise()
+	if n == nil || n.Learn || n.Var != 0 || train.Noise != nil {
+		return
+	}
+	n.Learn, m.Opts.Inputs.Noise.Learn = true, true
+}
+
+// lbfgsSettings are the settings of a full-batch fit's L-BFGS run of at
+// most iterations: the stopping rule's tolerance, and progress lines
+// naming the maximised objective.
+func (m *Model) lbfgsSettings(iterations int, cfg FitConfig, objective string) solvers.LBFGSSettings {
+	s := solvers.LBFGSSettings{MaxIterations: iterations, FuncTol: m.Opts.Train.lbfgsTol(),
+		Warnings: cfg.Warnings, Progress: cfg.Progress, ProgressName: objective}
+	if m.Opts.Train.Stop != StopBudget {
+		s.FuncTolIterations = LBFGSPlateau
+	}
+	return s
+}
+
+// reportTol is the tolerance a fit report judges convergence by: the one
+// given, else the loop's default (also under the budget rule, which does
+// not stop on it).
+func reportTol(given, def float64) float64 {
+	if given > 0 {
+		return given
+	}
+	return def
 }
 
 // freezeSets returns the hyper-parameters (kernels' and likelihood's) and

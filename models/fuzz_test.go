@@ -19,7 +19,7 @@ func FuzzLoad(f *testing.F) {
 	for i, preset := range []string{"mgp", "nimgp-fo", "nimgp-nn"} {
 		o := withNoise(opts(preset, 3, 1, 10, 1), 0.1, preset == "nimgp-fo")
 		o.Inputs.TestSamples, o.Inputs.Hidden = 2, []int{2}
-		o.Inputs.Standardize = i != 0
+		o.Inputs.Standardize, o.Inputs.NoStandardize = i != 0, i == 0
 		m, err := New(o)
 		if err != nil {
 			f.Fatal(err)

@@ -94,7 +94,7 @@ func TestStandardizeSavedAndApplied(t *testing.T) {
 	train, test := scaledBlobs(80, 1e6, 1), scaledBlobs(40, 1e6, 2)
 	const v = 4e10 // a given noise variance in the inputs' units
 	o := withNoise(opts("nimgp-fo", 8, 5, 40, 1), v, false)
-	o.Inputs.Standardize = true
+	o.Inputs.Standardize, o.Inputs.NoStandardize = true, false
 	a, err := New(o)
 	if err != nil {
 		t.Fatal(err)

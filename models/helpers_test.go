@@ -27,6 +27,18 @@ func opts(preset string, inducing, epochs, batch int, seed uint64) Options {
 	o := Options{Model: preset}
 	o.Posterior.Inducing = inducing
 	o.Train = TrainOptions{Epochs: epochs, Batch: batch, Seed: seed}
+	return pinned(o)
+}
+
+// pinned fixes what the library's defaults would choose for the tests
+// that are about something else: Adam for the given number of epochs
+// (not a preset's L-BFGS or the stopping rule) on the inputs as given.
+func pinned(o Options) Options {
+	if o.Train.Optimizer == "" {
+		o.Train.Optimizer = "adam"
+	}
+	o.Train.Stop = StopBudget
+	o.Inputs.NoStandardize = !o.Inputs.Standardize
 	return o
 }
 

@@ -3,6 +3,7 @@ package models
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 )
@@ -39,17 +40,27 @@ func TestCholeskyFailureRaisesJitter(t *testing.T) {
 	}
 }
 
+// TestGivenNoiseMustBeUsable: zero variances given with the data are
+// refused by the models that divide by them and accepted by NIMGP_FO
+// (Δ = 0); with none given at all, every noise-aware model learns them,
+// as gpc train does.
 func TestGivenNoiseMustBeUsable(t *testing.T) {
 	ds := syntheticSet(20, 2, 3, 1)
+	zero := ds.Clone()
+	zero.Noise = make([]float64, ds.N*ds.D)
 	for _, k := range []string{"nimgp", "nimgp-nn"} {
 		m, _ := New(opts(k, 4, 1, 50, 0))
-		err := m.Fit(context.Background(), ds, FitConfig{})
+		err := m.Fit(context.Background(), zero, FitConfig{})
 		if err == nil || !strings.Contains(err.Error(), "positive input-noise variances") {
-			t.Errorf("%s without noise variances: got %v", k, err)
+			t.Errorf("%s with zero noise variances: got %v", k, err)
+		}
+		m, _ = New(opts(k, 4, 1, 50, 0))
+		if err := m.Fit(context.Background(), ds, FitConfig{Warnings: io.Discard}); err != nil || m.LearnedNoise() == nil || !m.Opts.Inputs.Noise.Learn {
+			t.Errorf("%s without noise variances: %v, learned %v", k, err, m.LearnedNoise())
 		}
 	}
 	m, _ := New(opts("nimgp-fo", 4, 1, 50, 0))
-	if err := m.Fit(context.Background(), ds, FitConfig{}); err != nil {
+	if err := m.Fit(context.Background(), zero, FitConfig{Warnings: io.Discard}); err != nil {
 		t.Errorf("NIMGP_FO with zero noise (Δ = 0): %v", err)
 	}
 }

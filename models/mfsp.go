@@ -29,7 +29,7 @@ import (
 // locations a_n (per-row local parameters).
 func init() {
 	mustRegister(Preset{Name: "mfsp", ZInit: "kmeans", Order: 2.3, Summary: "binary sparse mean-field model (truncated-Gaussian q(g_n)), probit",
-		Inputs: "observed", Likelihoods: []string{"probit"}, Posterior: "sparse", Inference: "mf"})
+		Inputs: "observed", Likelihoods: []string{"probit"}, Posterior: "sparse", Inference: "mf", Train: svgpTraining})
 	mustRegisterEngine(mfEngine{})
 }
 
@@ -85,10 +85,13 @@ func fitMF(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 		return err
 	}
 	if len(o.params) > 0 {
-		_, err = solvers.TrainLBFGS(ctx, tobj, svi.AsSolverParams(o.params), train.N, solvers.LBFGSSettings{MaxIterations: m.Opts.Train.Epochs, Warnings: cfg.Warnings})
+		t := m.Opts.Train
+		var res solvers.Result
+		res, err = solvers.TrainLBFGS(ctx, tobj, svi.AsSolverParams(o.params), train.N, m.lbfgsSettings(t.Epochs, cfg, "bound"))
 		if err = lbfgsStopped(err, cfg.Warnings); err != nil {
 			return err
 		}
+		m.report = lbfgsReport(t.Stop, "mean-field bound", res, res.Iterations, t.Epochs, reportTol(t.Tolerance, DefaultLBFGSTol))
 	}
 	loss, _, err := o.Step(solvers.FullBatch(train.N))
 	if err != nil {

@@ -5,5 +5,5 @@ package models
 // the observed inputs.
 func init() {
 	mustRegister(Preset{Name: "mgp", Order: 1.1, Summary: "multi-class sparse GP, robust-max, inputs as observed",
-		Inputs: "observed", Likelihoods: []string{"robustmax"}})
+		Inputs: "observed", Likelihoods: []string{"robustmax"}, Train: noisyInputTraining})
 }

@@ -40,6 +40,9 @@ type Model struct {
 	// fit is the training state Fit leaves for Continue (nil before Fit
 	// and after Load).
 	fit *trainState
+	// report is how the last fit ended (FitReport), nil before one or
+	// for an engine that does not report.
+	report *FitReport
 	// scaler is the input standardisation Fit computed
 	// (Options.Inputs.Standardize), nil when the inputs are used as given.
 	scaler *datasets.Scaler

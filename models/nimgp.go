@@ -4,5 +4,5 @@ package models
 // per training point (layers/inputs.Latent).
 func init() {
 	mustRegister(Preset{Name: "nimgp", Order: 1.2, Summary: "MGP with latent noiseless inputs, q(x_i) per point",
-		Inputs: "latent", Likelihoods: []string{"robustmax"}})
+		Inputs: "latent", Likelihoods: []string{"robustmax"}, Train: noisyInputTraining})
 }

@@ -4,5 +4,5 @@ package models
 // (layers/inputs.Amortised).
 func init() {
 	mustRegister(Preset{Name: "nimgp-nn", Order: 1.3, Summary: "NIMGP with q(x_i) amortised by two MLPs",
-		Inputs: "amortised", Likelihoods: []string{"robustmax"}})
+		Inputs: "amortised", Likelihoods: []string{"robustmax"}, Train: noisyInputTraining})
 }

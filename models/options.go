@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -35,8 +36,10 @@ type KernelFactory func(name string, d int, init KernelInit) kernels.Kernel
 // other fields leave empty; a part given explicitly must be one the preset
 // accepts. With Model empty the parts alone define the model (defaults:
 // SE kernel, robust-max likelihood, sparse posterior, observed inputs).
-// The zero value of every other field means the noisy-input paper's
-// original code's default (see Defaults).
+// The zero value of every other field means the preset's training
+// (Preset.Train) or the noisy-input paper's original code's default (see
+// Defaults); the zero Options train as gpc train does without flags, to
+// convergence and on standardised inputs.
 type Options struct {
 	Model      string
 	Kernel     KernelOptions
@@ -146,13 +149,19 @@ type InputOptions struct {
 	// receive; given noise variances are divided by the squared scale.
 	// Learned noise variances, kernel length-scales and q(u) are then in
 	// standardised units; LearnedNoise and InducingInputs report them in
-	// the inputs' units. Without it (the zero value, the original code's
-	// behaviour) the inputs are used as given, and inputs of an extreme
-	// scale (×1e6, ×1e−6) leave the length-scale heuristics and the
-	// optimiser at a constant classifier. gpc train sets it unless
-	// --no-standardize. Standardising data that are already standardised
-	// is the identity up to round-off. FitStream does not standardise.
+	// the inputs' units. It is on unless NoStandardize is set (Defaults
+	// sets it), as in gpc train, so that library and command line train
+	// the same model: inputs of an extreme scale (×1e6, ×1e−6) would
+	// otherwise leave the length-scale heuristics and the optimiser at a
+	// constant classifier. Standardising data that are already
+	// standardised is the identity up to round-off.
 	Standardize bool `json:",omitempty"`
+	// NoStandardize uses the inputs as given (gpc train --no-standardize;
+	// the noisy-input paper's code, which the experiments reproduce).
+	// FitStream needs it: it cannot compute the statistics in one pass.
+	// A saved model records the outcome in Standardize, so the field is
+	// not stored; Load derives it.
+	NoStandardize bool `json:"-"`
 	inputs.Config
 }
 
@@ -168,8 +177,13 @@ type EPOptions struct {
 	Parallel bool
 }
 
-// TrainOptions are the inference engine's settings.
+// TrainOptions are the inference engine's settings. A zero field takes
+// the preset's training (Preset.Train), else the defaults of Defaults.
 type TrainOptions struct {
+	// Epochs caps the training: minibatch epochs, or L-BFGS iterations
+	// for full-batch fits (the svi engine's lbfgs, ep, mf). With the
+	// "converged" stopping rule a fit usually ends before it and reports
+	// (Model.FitReport) when it does not.
 	Epochs, Batch int
 	// LR is Adam's learning rate or Adadelta's step rate.
 	LR   float64
@@ -178,6 +192,19 @@ type TrainOptions struct {
 	// offset 1e-4, step rate LR) or "lbfgs" (full batch; Epochs bounds the
 	// iterations), for the svi engine.
 	Optimizer string
+	// Stop is the stopping rule. "converged" (the default) ends a fit
+	// once its objective has stopped improving by more than Tolerance,
+	// Epochs being a cap; "budget" runs every epoch of a minibatch fit and
+	// leaves L-BFGS to the solver's own tests (solvers.DefaultFuncTol,
+	// DefaultGradTol) within its Epochs iterations, which is how fits were
+	// run before the stopping rule existed and how the experiments run.
+	Stop string `json:",omitempty"`
+	// Tolerance is the converged rule's threshold on the objective's
+	// relative improvement, which must stay below it for ten iterations
+	// or epochs in a row: per L-BFGS iteration (0: DefaultLBFGSTol), or
+	// per epoch of the minibatch loss averaged over
+	// solvers.DefaultPlateauWindow epochs (0: DefaultEpochTol).
+	Tolerance float64 `json:",omitempty"`
 	// FreezeHyper and FreezeZ hold the kernel and likelihood
 	// hyper-parameters, and the inducing inputs, at their initial values for
 	// that many epochs (L-BFGS: iterations) first: the SVGP paper's "fix Z
@@ -230,6 +257,7 @@ func (o Options) Resolve() (Options, error) {
 	if o.Inference == "" {
 		o.Inference = p.Inference
 	}
+	o.Train = o.Train.fill(p.Train)
 	switch {
 	case o.Likelihood.Custom != nil:
 		// A user's likelihood replaces the preset's; its fit to the data is
@@ -254,7 +282,9 @@ func describeLikelihood(name string) string {
 	return "a multi-class likelihood"
 }
 
-// Defaults fills zero fields with the original code's settings.
+// Defaults fills zero fields with the original code's settings, but for
+// training, which is to convergence (TrainOptions.Stop) within a cap of
+// DefaultEpochs, and input standardisation, which is on.
 func (o Options) Defaults() Options {
 	if o.Kernel.Name == "" {
 		o.Kernel.Name = kernels.Default
@@ -281,8 +311,14 @@ func (o Options) Defaults() Options {
 	if o.Inference == "" {
 		o.Inference = "svi"
 	}
+	if !o.Inputs.NoStandardize {
+		o.Inputs.Standardize = true
+	}
 	if o.Train.Epochs == 0 {
-		o.Train.Epochs = 100
+		o.Train.Epochs = DefaultEpochs
+	}
+	if o.Train.Stop == "" {
+		o.Train.Stop = StopConverged
 	}
 	if o.Train.Batch == 0 {
 		o.Train.Batch = 50
@@ -295,6 +331,93 @@ func (o Options) Defaults() Options {
 	}
 	return o
 }
+
+// Training defaults.
+const (
+	// DefaultEpochs caps a fit whose preset states no cap: far more than
+	// a converged fit of a few thousand rows needs, so that the stopping
+	// rule, not the cap, ends it.
+	DefaultEpochs = 1000
+	// DefaultLBFGSTol is the converged rule's relative decrease per
+	// L-BFGS iteration, to hold for LBFGSPlateau iterations in a row:
+	// a hundred more iterations would then gain less than 0.1%. The ELBO
+	// of a sparse model with free inducing inputs creeps up by 1e-5 to
+	// 1e-6 of itself per iteration for thousands of iterations after its
+	// predictions have settled (the SVGP paper's banana, M = 100: test
+	// NLL 0.2342 at 1000 iterations, 0.2340 at 3234 where the change
+	// falls below 1e-7); scipy's L-BFGS-B tolerance (2.2e-9 per
+	// iteration), which GPflow stops at, would run such fits to any cap.
+	DefaultLBFGSTol = 1e-5
+	// LBFGSPlateau is the iterations in a row the converged rule needs.
+	LBFGSPlateau = 10
+	// DefaultEpochTol is the converged rule's relative decrease of the
+	// smoothed minibatch loss per epoch: below it, a hundred more epochs
+	// would improve the ELBO by less than 1%.
+	DefaultEpochTol = 1e-4
+)
+
+// Stopping rules (TrainOptions.Stop).
+const (
+	StopConverged = "converged"
+	StopBudget    = "budget"
+)
+
+// fill returns t with its zero fields taken from d.
+func (t TrainOptions) fill(d TrainOptions) TrainOptions {
+	if t.Epochs == 0 {
+		t.Epochs = d.Epochs
+	}
+	if t.Batch == 0 {
+		t.Batch = d.Batch
+	}
+	if t.LR == 0 {
+		t.LR = d.LR
+	}
+	if t.Optimizer == "" {
+		t.Optimizer = d.Optimizer
+	}
+	if t.Stop == "" {
+		t.Stop = d.Stop
+	}
+	if t.Tolerance == 0 {
+		t.Tolerance = d.Tolerance
+	}
+	if t.FreezeHyper == 0 {
+		t.FreezeHyper = d.FreezeHyper
+	}
+	if t.FreezeZ == 0 {
+		t.FreezeZ = d.FreezeZ
+	}
+	if t.LocalAdam == "" {
+		t.LocalAdam = d.LocalAdam
+	}
+	return t
+}
+
+// lbfgsTol is the relative decrease per iteration at which an L-BFGS fit
+// stops: the converged rule's tolerance, or under the budget rule the
+// solver's own (solvers.DefaultFuncTol, through 0).
+func (t TrainOptions) lbfgsTol() float64 {
+	switch {
+	case t.Stop == StopBudget:
+		return 0
+	case t.Tolerance > 0:
+		return t.Tolerance
+	}
+	return DefaultLBFGSTol
+}
+
+// epochTol is the minibatch plateau's tolerance (0: run every epoch).
+func (t TrainOptions) epochTol() float64 {
+	switch {
+	case t.Stop == StopBudget:
+		return 0
+	case t.Tolerance > 0:
+		return t.Tolerance
+	}
+	return DefaultEpochTol
+}
+
 
 // Optimizers are the svi engine's optimisers.
 var Optimizers = []string{"adam", "adadelta", "lbfgs"}
@@ -347,6 +470,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("models: unknown optimizer %q (want %s)", o.Train.Optimizer, joinOr(Optimizers))
 	case o.Train.FreezeHyper < 0 || o.Train.FreezeZ < 0:
 		return fmt.Errorf("models: negative freeze (hyper-parameters %d, Z %d)", o.Train.FreezeHyper, o.Train.FreezeZ)
+	case o.Train.Stop != StopConverged && o.Train.Stop != StopBudget:
+		return fmt.Errorf("models: stopping rule %q (want %s or %s)", o.Train.Stop, StopConverged, StopBudget)
+	case !(o.Train.Tolerance >= 0) || math.IsInf(o.Train.Tolerance, 0):
+		return fmt.Errorf("models: tolerance %g (want a finite value ≥ 0)", o.Train.Tolerance)
+	case o.Inputs.Standardize && o.Inputs.NoStandardize:
+		return errors.New("models: Inputs.Standardize and Inputs.NoStandardize are both set")
 	case o.Train.LocalAdam != "" && o.Train.LocalAdam != "dense" && o.Train.LocalAdam != "lazy":
 		return fmt.Errorf("models: local Adam %q (want dense or lazy)", o.Train.LocalAdam)
 	}

@@ -26,6 +26,11 @@ type Preset struct {
 	Inference string
 	// ZInit is the default inducing-input initialisation ("" = random).
 	ZInit string
+	// Train is the preset's default training: the optimiser, cap
+	// (Epochs) and tolerance its paper fits to convergence with. Each
+	// non-zero field fills the same field of Options.Train when that is
+	// zero; the rest take Defaults'.
+	Train TrainOptions
 	// Order places the preset in listings (the papers' order: 1.x the
 	// noisy-input paper, 2.x the SVGP paper, …); ties keep registration order.
 	Order float64
@@ -94,3 +99,18 @@ func LookupPreset(name string) (Preset, bool) {
 }
 
 func presetList() string { return strings.Join(PresetNames(), ", ") }
+
+// The papers' training, which the presets state (Preset.Train).
+var (
+	// noisyInputTraining is the noisy-input paper's: Adam at 0.01 over
+	// batches of 50, which its runs took for 750 to 1000 epochs; here the
+	// stopping rule ends the fit at its plateau, 1000 epochs being the cap.
+	noisyInputTraining = TrainOptions{Optimizer: "adam", LR: 0.01, Batch: 50, Epochs: 1000}
+	// svgpTraining is the SVGP paper's for the data sets that fit in
+	// memory (its Figures 1 and 2, Table 1): L-BFGS on the full batch, to
+	// the tolerance of scipy's L-BFGS-B, as GPflow runs it, within 1000
+	// iterations (GPflow's notebooks' maxiter). The EP and mean-field
+	// engines optimise their objectives the same way; their optimiser
+	// field is not read.
+	svgpTraining = TrainOptions{Optimizer: "lbfgs", Epochs: 1000}
+)

@@ -50,6 +50,9 @@ type savedModel struct {
 	Standardize *savedScaler `json:"standardize,omitempty"`
 	// EngineState is what a Stateful engine's fit left (Model.EngineState).
 	EngineState json.RawMessage `json:"engine_state,omitempty"`
+	// Fit is how the fit ended (FitReport), absent for a model saved
+	// before reports existed or fitted by an engine that does not report.
+	Fit *FitReport `json:"fit,omitempty"`
 }
 
 // Save writes the model to a versioned JSON file: its composition and every
@@ -67,7 +70,7 @@ func (m *Model) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("models: saving %s: %w", path, err)
 	}
-	s := savedModel{Format: "gpc-model", Version: 2, Options: opts, D: m.D, C: m.C, N: m.N, M: m.post.M, MeanSamples: m.meanSamples}
+	s := savedModel{Format: "gpc-model", Version: 2, Options: opts, D: m.D, C: m.C, N: m.N, M: m.post.M, MeanSamples: m.meanSamples, Fit: m.report}
 	if m.scaler != nil {
 		s.Version = FormatVersion
 		s.Standardize = &savedScaler{Mean: m.scaler.Mean, Scale: m.scaler.Scale}
@@ -132,6 +135,9 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 	default:
 		return nil, fmt.Errorf("models: %s has format version %d; this gpc reads versions 1 to %d", path, s.Version, FormatVersion)
 	}
+	// A file states whether the model standardised, also one written
+	// before standardisation became the default (absent: it did not).
+	opts.Inputs.NoStandardize = !opts.Inputs.Standardize
 	if custom != nil {
 		opts.Kernel.Factory, opts.Likelihood.Custom = custom.Kernel.Factory, custom.Likelihood.Custom
 		if opts.Likelihood.Custom != nil {
@@ -205,6 +211,10 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 		}
 	}
 	m.meanSamples = s.MeanSamples
+	if r := s.Fit; r != nil && (r.Unit != "epoch" && r.Unit != "iteration" || r.Iterations < 0 || r.Cap < 0) {
+		return nil, fmt.Errorf("models: %s: fit record of %d %ss of at most %d", path, r.Iterations, r.Unit, r.Cap)
+	}
+	m.report = s.Fit
 	if len(s.EngineState) > 0 {
 		st, ok := m.engine.(Stateful)
 		if !ok {

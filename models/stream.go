@@ -106,7 +106,7 @@ func (m *Model) fitStream(ctx context.Context, src RowSource, cfg FitConfig) err
 	case m.UsesGivenNoise():
 		return errors.New("models: FitStream cannot fit a model that reads given input-noise variances per row; a RowSource carries inputs and labels only")
 	case m.Opts.Inputs.Standardize:
-		return errors.New("models: FitStream does not standardise inputs (the statistics need a pass over every row); standardise the source's rows (datasets.RowStore does) and leave Options.Inputs.Standardize off")
+		return errors.New("models: FitStream does not standardise inputs (the statistics need a pass over every row); standardise the source's rows (datasets.RowStore does) and set Options.Inputs.NoStandardize")
 	}
 	if err := m.CheckClasses(c); err != nil {
 		return fmt.Errorf("models: FitStream: row source: %w", err)
@@ -115,7 +115,7 @@ func (m *Model) fitStream(ctx context.Context, src RowSource, cfg FitConfig) err
 	if warn == nil {
 		warn = os.Stderr
 	}
-	m.fit, m.meanSamples, m.scaler, m.engineState = nil, nil, nil, nil
+	m.fit, m.meanSamples, m.scaler, m.engineState, m.report = nil, nil, nil, nil, nil
 
 	// Initialise from a sample; it is garbage once the buffer is filled.
 	sample, err := streamSample(src, min(n, StreamInitRows), t.Seed)
@@ -178,6 +178,20 @@ func (m *Model) fitStream(ctx context.Context, src RowSource, cfg FitConfig) err
 	jitterUps := 0
 	iter := 0
 	start := time.Now()
+	// The stopping rule as Fit's minibatch loop applies it (see fitSVI).
+	frozen := max(t.FreezeHyper, t.FreezeZ)
+	plateau := &solvers.Plateau{Tol: t.epochTol()}
+	var hist solvers.History
+	report := func(reason string) {
+		tail := hist
+		for len(tail) > 0 && tail[0].Epoch <= frozen {
+			tail = tail[1:]
+		}
+		m.report = minibatchReport(t.Optimizer, t.Stop, tail, t.Epochs, reportTol(t.Tolerance, DefaultEpochTol), reason)
+		m.report.Iterations = len(hist)
+		m.report.Converged = m.report.Converged || reason == "converged"
+		m.report.warnUnconverged(warn, m.Name())
+	}
 	for epoch := 1; epoch <= t.Epochs; epoch++ {
 		if cfg.MaxIterations > 0 && iter >= cfg.MaxIterations {
 			break
@@ -245,14 +259,28 @@ func (m *Model) fitStream(ctx context.Context, src RowSource, cfg FitConfig) err
 				rec.Duration.Round(time.Millisecond), time.Since(start).Round(time.Second))
 		}
 		obj.Freeze(frozenFor(epoch))
+		hist = append(hist, rec)
 		if cfg.Callback != nil {
 			if err := cfg.Callback(rec); err != nil {
 				if errors.Is(err, solvers.ErrStopTraining) {
+					report("stopped by the callback")
 					return nil
 				}
 				return fmt.Errorf("models: FitStream: callback after epoch %d: %w", epoch, err)
 			}
 		}
+		if epoch > frozen {
+			plateau.Add(rec.Loss)
+		}
+		if plateau.Converged() {
+			report("converged")
+			return nil
+		}
+	}
+	if len(hist) < t.Epochs {
+		report("iteration limit")
+	} else {
+		report("cap")
 	}
 	return nil
 }

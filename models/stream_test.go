@@ -63,7 +63,7 @@ func streamOpts(optimizer string, epochs, batch int) Options {
 	} else {
 		o.Train.LR = 0.1
 	}
-	return o
+	return pinned(o)
 }
 
 func streamScore(t *testing.T, m *Model, test *datasets.Dataset) Scores {

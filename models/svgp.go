@@ -5,5 +5,5 @@ package models
 // logit link, Gauss–Hermite expected log-likelihood.
 func init() {
 	mustRegister(Preset{Name: "svgp", ZInit: "kmeans", Order: 2.1, Summary: "binary sparse variational GP, probit or logit",
-		Inputs: "observed", Likelihoods: []string{"probit", "logit"}})
+		Inputs: "observed", Likelihoods: []string{"probit", "logit"}, Train: svgpTraining})
 }

@@ -40,6 +40,10 @@ type LBFGSSettings struct {
 	// It is relative, with no floor at 1, so that objectives near zero are
 	// governed by GradTol alone.
 	FuncTol float64
+	// FuncTolIterations is how many consecutive iterations must each
+	// decrease f by no more than FuncTol for the run to stop (0 = 1): one
+	// short step of a line search is not a plateau.
+	FuncTolIterations int
 	// Memory is the number of correction pairs kept (0 = 10).
 	Memory int
 
@@ -48,6 +52,15 @@ type LBFGSSettings struct {
 	MaxJitterIncreases int
 	MaxJitter          float64
 	Warnings           io.Writer
+
+	// Progress, if non-nil, receives a line when the first iteration ends,
+	// then at most one a second (iteration, objective, relative change,
+	// evaluations, time, and an upper bound on the time left when
+	// MaxIterations is set), and a last line saying why the run ended.
+	Progress io.Writer
+	// ProgressName names −f in progress lines ("elbo" for a negative-ELBO
+	// objective); empty prints f itself as "objective".
+	ProgressName string
 }
 
 // Defaults for LBFGSSettings. Objectives here are sums over data of O(1)
@@ -114,6 +127,10 @@ type Result struct {
 	Converged bool
 	// Runtime is the wall time of the run.
 	Runtime time.Duration
+	// LastChange is the relative decrease of f in the last accepted
+	// iteration, (f_prev − f)/max(|f_prev|, |f|): how much the run was
+	// still improving when it ended (0 without an iteration).
+	LastChange float64
 }
 
 // MinimizeLBFGS minimises f from x0 with L-BFGS (gonum's optimize.LBFGS),
@@ -147,7 +164,7 @@ func MinimizeLBFGS(ctx context.Context, f func(x []float64, grad []float64) (flo
 	if len(x0) == 0 {
 		return done(errors.New("solvers: MinimizeLBFGS: empty starting point"))
 	}
-	if settings.MaxIterations < 0 || settings.MaxEvaluations < 0 || settings.Memory < 0 || settings.GradTol < 0 || isNonFinite(settings.GradTol) || math.IsNaN(settings.FuncTol) {
+	if settings.MaxIterations < 0 || settings.MaxEvaluations < 0 || settings.Memory < 0 || settings.GradTol < 0 || isNonFinite(settings.GradTol) || settings.FuncTolIterations < 0 || math.IsNaN(settings.FuncTol) {
 		return done(fmt.Errorf("solvers: MinimizeLBFGS: invalid settings %+v", settings))
 	}
 	gtol := settings.GradTol
@@ -163,12 +180,20 @@ func MinimizeLBFGS(ctx context.Context, f func(x []float64, grad []float64) (flo
 		mem = DefaultMemory
 	}
 
-	ev := &lbfgsEval{ctx: ctx, f: f, maxEvals: settings.MaxEvaluations}
+	ev := &lbfgsEval{ctx: ctx, f: f, maxEvals: settings.MaxEvaluations, prog: newLBFGSProgress(settings)}
 	finish := func(st Status, err error) (Result, error) {
 		res.Status = st
 		res.Converged = st == GradientConverged || st == FunctionConverged || st == NoProgress
 		res.Evaluations = ev.evals
-		return done(err)
+		// gonum does not record the iteration that ends a run.
+		if ev.recorded && res.Iterations > 0 && res.F != ev.lastF && !math.IsNaN(res.F) {
+			res.LastChange = relDecrease(ev.lastF, res.F)
+		} else {
+			res.LastChange = ev.lastChange
+		}
+		res, err := done(err)
+		ev.prog.done(res)
+		return res, err
 	}
 	if err := ctx.Err(); err != nil {
 		return finish(Failed, ev.cancelled(err))
@@ -185,7 +210,7 @@ func MinimizeLBFGS(ctx context.Context, f func(x []float64, grad []float64) (flo
 		opts := &optimize.Settings{
 			InitValues:        known,
 			GradientThreshold: gtol,
-			Converger:         &optimize.FunctionConverge{Relative: ftol, Iterations: 1},
+			Converger:         &optimize.FunctionConverge{Relative: ftol, Iterations: max(settings.FuncTolIterations, 1)},
 			Recorder:          ev,
 		}
 		if ftol < 0 {
@@ -196,6 +221,7 @@ func MinimizeLBFGS(ctx context.Context, f func(x []float64, grad []float64) (flo
 			opts.MajorIterations = settings.MaxIterations - res.Iterations + 1
 		}
 		ev.searchStart = ev.evals
+		ev.baseIters, ev.passMajors = res.Iterations, 0
 		out, err := optimize.Minimize(ev.problem(), x, opts, &optimize.LBFGS{Store: mem, GradStopThreshold: gtol})
 		if ev.panicked {
 			panic(ev.panicValue)
@@ -271,6 +297,15 @@ type lbfgsEval struct {
 
 	panicked   bool
 	panicValue any
+
+	// Accepted iterates as Record sees them, for progress and
+	// Result.LastChange: the iterations of earlier passes, the major
+	// iterations of this one (its first is its starting point), and the
+	// last recorded f and relative decrease.
+	prog                  *lbfgsProgress
+	baseIters, passMajors int
+	recorded              bool
+	lastF, lastChange     float64
 
 	// The last evaluation. Bisection asks for the value and the gradient at
 	// a point as separate operations, and f computes both at once.
@@ -383,11 +418,27 @@ func (e *lbfgsEval) status() (optimize.Status, error) {
 // the evaluation budget of the next line search.
 func (e *lbfgsEval) Init() error { return nil }
 
-func (e *lbfgsEval) Record(_ *optimize.Location, op optimize.Operation, _ *optimize.Stats) error {
-	if op == optimize.MajorIteration {
-		e.searchStart = e.evals
+func (e *lbfgsEval) Record(loc *optimize.Location, op optimize.Operation, _ *optimize.Stats) error {
+	if op != optimize.MajorIteration {
+		return nil
 	}
+	e.searchStart = e.evals
+	e.passMajors++
+	if e.passMajors > 1 && e.recorded {
+		e.lastChange = relDecrease(e.lastF, loc.F)
+		e.prog.iteration(e.baseIters+e.passMajors-1, e.evals, loc.F, e.lastChange)
+	}
+	e.lastF, e.recorded = loc.F, true
 	return nil
+}
+
+// relDecrease is the decrease from a to b relative to their size.
+func relDecrease(a, b float64) float64 {
+	d := math.Max(math.Abs(a), math.Abs(b))
+	if d == 0 {
+		return 0
+	}
+	return (a - b) / d
 }
 
 // TrainLBFGS minimises a full-batch Objective over params with L-BFGS: the

@@ -26,7 +26,13 @@ type progress struct {
 	lastWidth int // width of the in-place line, to blank leftovers
 	width     int // digits of epochs, so columns line up
 	base      int // steps taken before this session (a resumed run), not timed by start
+	lastLine  time.Time
 }
+
+// epochLineInterval is the least time between permanent epoch lines after
+// the first: a fit of a few hundred rows runs tens of epochs a second,
+// and a line for each would bury everything else a run prints.
+const epochLineInterval = time.Second
 
 func newProgress(w io.Writer, epochs, perEpoch, maxIter int) *progress {
 	now := time.Now()
@@ -70,6 +76,14 @@ func (p *progress) epoch(e Epoch) {
 	}
 	line := fmt.Sprintf("epoch %*d/%d  elbo %.4f  %s  eta %s",
 		p.width, e.Epoch, p.epochs, -e.Loss, formatDuration(e.Duration), formatDuration(p.eta(e.Iterations)))
+	now := time.Now()
+	if e.Epoch > 1 && e.Epoch < p.epochs && now.Sub(p.lastLine) < epochLineInterval {
+		if p.tty {
+			p.drawInPlace(line)
+		}
+		return
+	}
+	p.lastLine = now
 	if p.tty {
 		p.drawInPlace(line)
 		_, _ = io.WriteString(p.w, "\n")

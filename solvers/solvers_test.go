@@ -829,8 +829,10 @@ func TestTrainProgressLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The first and last epochs always have a line, the others at most
+	// one a second (a fraction of a second here: none).
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	if len(lines) != 12 {
+	if len(lines) != 2 {
 		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
 	}
 	re := regexp.MustCompile(`^epoch +(\d+)/12  elbo (-?\d+\.\d{4})  \d+\.\ds  eta \S+$`)
@@ -839,8 +841,9 @@ func TestTrainProgressLines(t *testing.T) {
 		if m == nil || !strings.Contains(line, "epoch") || !strings.Contains(line, "elbo") {
 			t.Fatalf("line %d malformed: %q", i, line)
 		}
-		if m[1] != fmt.Sprint(i+1) || m[2] != fmt.Sprintf("%.4f", -hist[i].Loss) {
-			t.Fatalf("line %d = %q; want epoch %d, elbo %.4f", i, line, i+1, -hist[i].Loss)
+		e := []int{1, 12}[i]
+		if m[1] != fmt.Sprint(e) || m[2] != fmt.Sprintf("%.4f", -hist[e-1].Loss) {
+			t.Fatalf("line %d = %q; want epoch %d, elbo %.4f", i, line, e, -hist[e-1].Loss)
 		}
 	}
 	if strings.Contains(buf.String(), "\r") {

@@ -65,6 +65,9 @@ type Config struct {
 	Seed uint64
 	// Log, if set, receives one line per evidence evaluation.
 	Log io.Writer
+	// Progress, if non-nil, receives the evidence maximisation's progress
+	// (solvers.LBFGSSettings.Progress): about a line a second.
+	Progress io.Writer `json:"-"`
 }
 
 func (c Config) withDefaults(l int) (Config, error) {
@@ -275,6 +278,7 @@ func Fit(train *datasets.Dataset, cfg Config) (*Model, error) {
 			MaxEvaluations: cfg.MaxEvaluations,
 			GradTol:        cfg.GradTol,
 			FuncTol:        1e-10,
+			Progress:       cfg.Progress, ProgressName: "evidence",
 		})
 		mdl.Evaluations, mdl.Iterations, mdl.Status = res.Evaluations, res.Iterations, string(res.Status)
 		if err != nil {

@@ -355,6 +355,7 @@ func (f *fitter) fit(ctx context.Context) error {
 		res, err := solvers.MinimizeLBFGS(ctx, f.objective, f.pack(), solvers.LBFGSSettings{
 			MaxIterations: m.Config.MaxIterations,
 			GradTol:       m.Config.GradTol,
+			Progress:      m.Config.Progress, ProgressName: "log Z_EP",
 		})
 		m.Fit.Iterations, m.Fit.Status = res.Iterations, string(res.Status)
 		if err != nil {

@@ -34,6 +34,7 @@ package rmgpc
 
 import (
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/gpc-dev/gpc/layers/kernels"
@@ -110,6 +111,9 @@ type Config struct {
 
 	// MaxIterations bounds the L-BFGS iterations (default 100).
 	MaxIterations int `json:"max_iterations,omitempty"`
+	// Progress, if non-nil, receives the evidence maximisation's progress
+	// (solvers.LBFGSSettings.Progress): about a line a second.
+	Progress io.Writer `json:"-"`
 	// GradTol stops L-BFGS when every component of the gradient of the
 	// evidence with respect to the log hyper-parameters is below it in
 	// magnitude (default 1e-3: the evidence is a sum of O(n) terms and EP's

@@ -140,7 +140,9 @@ time includes any wait for a core).`)
 // minibatchModel reports whether the preset's engine takes minibatch
 // steps (its cost is per step), not full-batch evaluations (per fit).
 func minibatchModel(name string) bool {
-	m, err := models.New(models.Options{Model: name})
+	// Adam: a preset whose default is L-BFGS (svgp) still times its
+	// minibatch steps, as the benchmark's history does.
+	m, err := models.New(models.Options{Model: name, Train: models.TrainOptions{Optimizer: "adam"}})
 	return err == nil && !m.IsFullBatch()
 }
 

@@ -56,12 +56,16 @@ func trainExternal(ctx context.Context, name, trainPath, out string, quiet bool,
 		fmt.Fprintf(stderr, "training %s on %s: %d rows, %d features, %d classes (hyper-parameters by evidence maximisation)\n", name, trainPath, ds.N, ds.D, ds.C)
 	}
 	start := time.Now()
+	var progress io.Writer
+	if !quiet {
+		progress = stderr
+	}
 	var m externalModel
 	switch name {
 	case "rmgpc", "smgpc":
-		m, err = rmgpc.Fit(ctx, ds, rmgpc.Config{SMGPC: name == "smgpc"})
+		m, err = rmgpc.Fit(ctx, ds, rmgpc.Config{SMGPC: name == "smgpc", Progress: progress})
 	case "htpc":
-		m, err = htpc.Fit(ds, htpc.Config{})
+		m, err = htpc.Fit(ds, htpc.Config{Progress: progress})
 	default:
 		return fmt.Errorf("gpc train: %q is not an external model", name)
 	}

@@ -112,7 +112,15 @@ func trainAndScore(t *testing.T, dir, name, body string, extra ...string) (train
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatalf("predict %s: %q: %v", name, stdout, err)
 	}
-	return stderr, s
+	// Twenty epochs are short of convergence, which train reports; the
+	// tests here are about the other warnings.
+	var kept []string
+	for _, l := range strings.SplitAfter(stderr, "\n") {
+		if !strings.Contains(l, "not converged") {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, ""), s
 }
 
 // Item 2: the inputs are standardised by default, so a problem scaled by

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -155,6 +156,16 @@ variances are given in the inputs' units. --no-standardize uses the inputs
 as given. A training error no better than always predicting the most
 frequent class is reported as a warning.
 
+Training runs to convergence within a cap: each model's default optimiser
+and cap are those its paper fits with (svgp, svgp-kl, ep, ep-fitc, mfsp:
+L-BFGS on the full batch until ten iterations in a row each improve the
+objective by less than --tol relative, at most 1000 iterations; the other
+models: Adam over minibatches until the ELBO, averaged over 10 epochs, has
+risen by less than --tol relative per epoch for ten epochs in a row, at
+most 1000 epochs). A fit that stops at its cap while still improving is
+reported in one line, and the saved model records how its fit ended (its
+"fit" record). --stop budget runs every epoch instead.
+
 --checkpoint FILE saves the training state to FILE every --checkpoint-every
 (at the end of an epoch) and, when FILE exists, resumes from it: a run
 interrupted (Ctrl-C, a killed or requeued job) and started again with the
@@ -172,13 +183,16 @@ draws of an uninterrupted run) checkpoint.`)
 	f.StringVar(&inp, "inputs", "", "input model `NAME`: "+strings.Join(inputs.Names(), ", ")+" (default: the model's, else observed)")
 	f.StringVar(&post, "posterior", "", "posterior `family`: sparse or full (Z = X fixed)")
 	f.StringVar(&engine, "inference", "", "inference `engine`: "+models.EngineHelp()+" (default: the model's; another must support the model's parts)")
-	f.StringVar(&optim, "optimizer", "adam", "`optimizer`: "+strings.Join(models.Optimizers, ", ")+" (svi models)")
+	f.StringVar(&optim, "optimizer", "", "`optimizer`: "+strings.Join(models.Optimizers, ", ")+" (svi models; default: the model's)")
 	f.StringVar(&a.out, "out", "", "where to write the trained model, `MODEL.json` (required)")
 	f.StringVar(&noise, "input-noise", "", "input noise: `learn|VARIANCE|FILE.csv` (default learn for the noise-aware models)")
-	epochs := f.Int("epochs", 100, "training `epochs`")
-	batch := f.Int("batch", 50, "minibatch `size`")
+	epochs := f.Int("epochs", 0, "cap on training `epochs` (L-BFGS: iterations) (default: the model's)")
+	batch := f.Int("batch", 0, "minibatch `size` (default: the model's, else 50)")
+	var stop string
+	f.StringVar(&stop, "stop", "", "stopping `rule`: "+models.StopConverged+" (stop once the objective stops improving; the default) or "+models.StopBudget+" (run every epoch)")
+	tol := f.Float64("tol", 0, "converged rule's relative `tolerance` (default: per L-BFGS iteration "+strconv.FormatFloat(models.DefaultLBFGSTol, 'g', 2, 64)+", per epoch of the smoothed minibatch ELBO "+strconv.FormatFloat(models.DefaultEpochTol, 'g', 2, 64)+")")
 	inducing := f.Int("inducing", 100, "inducing points per class, `M` (capped at the training size)")
-	lr := f.Float64("lr", 0.01, "Adam learning `rate`")
+	lr := f.Float64("lr", 0, "Adam learning `rate` (default: the model's, else 0.01)")
 	seed := f.Uint64("seed", 0, "random `seed` (initialisation, shuffling, sampling)")
 	kernel := f.String("kernel", kernels.Default, "`kernel` expression: "+kernels.Describe())
 	degree := f.Int("degree", 9, "`degree` of a kernel that has one and is given none in --kernel (poly; poly(3) sets it in the expression)")
@@ -200,6 +214,10 @@ draws of an uninterrupted run) checkpoint.`)
 	if err := noArgs(pos); err != nil {
 		return nil, err
 	}
+	// A training flag not given is left zero for the model to fill with
+	// its preset's training, as the library does with zero Options.
+	given := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	if a.train == "" {
 		return nil, usagef("--train FILE.csv is required")
 	}
@@ -215,14 +233,18 @@ draws of an uninterrupted run) checkpoint.`)
 		}
 	}
 	switch {
-	case *epochs < 1:
+	case given["epochs"] && *epochs < 1:
 		return nil, usagef("--epochs %d: need at least 1 epoch", *epochs)
-	case *batch < 1:
+	case given["batch"] && *batch < 1:
 		return nil, usagef("--batch %d: the batch size must be at least 1", *batch)
 	case *inducing < 1:
 		return nil, usagef("--inducing %d: need at least 1 inducing point", *inducing)
-	case !(*lr > 0) || math.IsInf(*lr, 0):
+	case given["lr"] && (!(*lr > 0) || math.IsInf(*lr, 0)):
 		return nil, usagef("--lr %g: the learning rate must be positive and finite", *lr)
+	case given["stop"] && stop != models.StopConverged && stop != models.StopBudget:
+		return nil, usagef("--stop %q: want %s or %s", stop, models.StopConverged, models.StopBudget)
+	case given["tol"] && (!(*tol > 0) || math.IsInf(*tol, 0)):
+		return nil, usagef("--tol %g: the tolerance must be positive and finite", *tol)
 	case *degree < 1:
 		return nil, usagef("--degree %d: the polynomial degree must be at least 1", *degree)
 	case *samples < 1:
@@ -247,13 +269,13 @@ draws of an uninterrupted run) checkpoint.`)
 		Posterior:  models.PosteriorOptions{Family: post, Inducing: *inducing},
 		Inputs:     models.InputOptions{Model: inp},
 		Inference:  engine,
-		Train:      models.TrainOptions{Epochs: *epochs, Batch: *batch, LR: *lr, Seed: *seed, Optimizer: optim},
+		Train:      models.TrainOptions{Epochs: *epochs, Batch: *batch, LR: *lr, Seed: *seed, Optimizer: optim, Stop: stop, Tolerance: *tol},
 	}
 	if len(set) > 0 {
 		a.opts.Settings = set
 	}
 	a.opts.Inputs.Hidden, a.opts.Inputs.Residual, a.opts.Inputs.TestSamples = h, *residual, *samples
-	a.opts.Inputs.Standardize = !a.noStandardize
+	a.opts.Inputs.NoStandardize = a.noStandardize
 	a.opts.Inputs.Noise.Var = a.noise.value
 	// Learned noise is the default where the model has a noise part; a
 	// model without one ignores these settings.
@@ -365,7 +387,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if !a.quiet {
-		fmt.Fprintf(stderr, "wrote %s (%s, trained in %.1f s)\n", a.out, m.Name(), time.Since(start).Seconds())
+		// A fit that did not converge was reported as a warning by Fit.
+		how := ""
+		if r := m.FitReport(); r != nil && r.Converged {
+			how = fmt.Sprintf(", converged after %d %ss", r.Iterations, r.Unit)
+		}
+		fmt.Fprintf(stderr, "wrote %s (%s%s, trained in %.1f s)\n", a.out, m.Name(), how, time.Since(start).Seconds())
 	}
 	return nil
 }
