@@ -418,7 +418,6 @@ func (t TrainOptions) epochTol() float64 {
 	return DefaultEpochTol
 }
 
-
 // Optimizers are the svi engine's optimisers.
 var Optimizers = []string{"adam", "adadelta", "lbfgs"}
 
