@@ -45,20 +45,41 @@ type epEngine struct{}
 func (epEngine) Name() string { return "ep" }
 
 func (epEngine) Supports(m *Model) error {
-	if _, ok := m.lik.(ep.Tilted); !ok {
-		return fmt.Errorf("models: the ep engine needs a likelihood with tilted moments (ep.Tilted); the %s likelihood has none", m.Opts.Likelihood.Name)
-	}
-	if cc, ok := m.lik.(likelihoods.ClassCounter); ok && m.lik.Latent(cc.Classes()) != 1 {
-		return fmt.Errorf("models: the ep engine handles one latent function; the %s likelihood has %d", m.Opts.Likelihood.Name, m.lik.Latent(cc.Classes()))
-	}
 	if !inputs.IsPassthrough(m.inputs) {
 		return fmt.Errorf("models: the ep engine works on the latent values at the observed inputs (inputs.Passthrough); the %s input model is not", m.inputs.Name())
+	}
+	if _, ok := m.lik.(ep.MultiTilted); ok {
+		if _, one := m.lik.(ep.Tilted); !one && m.Opts.Posterior.Family != "full" {
+			return fmt.Errorf("models: the ep engine runs multi-latent EP (the %s likelihood's ep.MultiTilted sites) on the full prior only; use the full posterior family, not %s", m.Opts.Likelihood.Name, m.Opts.Posterior.Family)
+		}
+		return nil
+	}
+	if _, ok := m.lik.(ep.Tilted); !ok {
+		return fmt.Errorf("models: the ep engine needs a likelihood with tilted moments (ep.Tilted) or multi-latent sites (ep.MultiTilted); the %s likelihood has neither", m.Opts.Likelihood.Name)
+	}
+	if cc, ok := m.lik.(likelihoods.ClassCounter); ok && m.lik.Latent(cc.Classes()) != 1 {
+		return fmt.Errorf("models: the ep engine handles one latent function with ep.Tilted; the %s likelihood has %d and no multi-latent sites (ep.MultiTilted)", m.Opts.Likelihood.Name, m.lik.Latent(cc.Classes()))
 	}
 	return nil
 }
 
 func (epEngine) Fit(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
+	if multiLatent(m) {
+		return fitMultiEP(ctx, m, train, cfg)
+	}
 	return fitEP(ctx, m, train, cfg)
+}
+
+// multiLatent reports whether a fit of m runs multi-latent EP: its
+// likelihood has multi-latent sites and more than one latent function for
+// the model's classes (one latent function with ep.Tilted takes the binary
+// path).
+func multiLatent(m *Model) bool {
+	if _, ok := m.lik.(ep.MultiTilted); !ok {
+		return false
+	}
+	_, one := m.lik.(ep.Tilted)
+	return !one || m.lik.Latent(m.C) > 1
 }
 
 // FullBatch: every EP sweep visits every row.
@@ -68,6 +89,9 @@ func (epEngine) FullBatch(*Model) bool { return true }
 func (epEngine) GradientOrders() []int { return []int{1} }
 
 func (epEngine) CheckGradients(m *Model, ds *datasets.Dataset, order int, _ *rand.Rand) (graph.CheckReport, error) {
+	if multiLatent(m) {
+		return checkMultiEPGradients(m, ds, order)
+	}
 	return checkEPGradients(m, ds, order)
 }
 

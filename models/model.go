@@ -256,6 +256,16 @@ func (m *Model) allocate(d, c, n, M int) error {
 
 func (m *Model) makeKernels(latent int, init KernelInit) error {
 	m.kernels = make([]kernels.Kernel, latent)
+	if v := m.Opts.Kernel.LatentNoise; v > 0 {
+		base, err := m.makeKernel("k0", init)
+		if err != nil {
+			return err
+		}
+		for c := range m.kernels {
+			m.kernels[c] = kernels.NewWithNoise(fmt.Sprintf("k%d", c), base, v)
+		}
+		return nil
+	}
 	for c := range m.kernels {
 		if c > 0 && m.Opts.Kernel.Shared {
 			m.kernels[c] = m.kernels[0]
@@ -278,6 +288,10 @@ func (m *Model) makeKernel(name string, init KernelInit) (kernels.Kernel, error)
 	switch o.Name {
 	case "se":
 		return kernels.NewSE(name, m.D, init.Lengthscale, init.Variance, init.Noise), nil
+	case "se-iso":
+		// γ starts at 1, the unit of standardised inputs (the robust
+		// paper's protocol), not at a data-driven length-scale.
+		return kernels.NewIsoSE(name, 1), nil
 	case "poly":
 		return kernels.NewPolynomial(name, o.Degree, m.D, init.Lengthscale, init.Variance, init.Noise), nil
 	case "matern32":

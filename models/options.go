@@ -67,8 +67,9 @@ type Options struct {
 
 // KernelOptions selects the kernel of every latent function.
 type KernelOptions struct {
-	// Name is "se" (default), "poly", "matern32", "matern52" or "linear";
-	// Factory, if set, overrides it.
+	// Name is "se" (default), "se-iso" (isotropic, no amplitude: the
+	// robust multi-class paper's kernel), "poly", "matern32", "matern52"
+	// or "linear"; Factory, if set, overrides it.
 	Name    string
 	Degree  int           // polynomial degree (default 9)
 	Factory KernelFactory `json:"-"`
@@ -80,6 +81,10 @@ type KernelOptions struct {
 	// default, the noisy-input and SVGP papers' models) each latent
 	// function has its own.
 	Shared bool `json:",omitempty"`
+	// LatentNoise > 0 gives every latent function the shared kernel (as
+	// Shared) plus a white noise ϑ_c² of its own starting there, learnt
+	// with the kernel: the robust paper's SMGPC.
+	LatentNoise float64 `json:",omitempty"`
 }
 
 // LikelihoodOptions selects the observation model.
@@ -215,6 +220,13 @@ func (o Options) Resolve() (Options, error) {
 	if o.Posterior.ZInit == "" {
 		o.Posterior.ZInit = p.ZInit
 	}
+	if o.Kernel.Name == "" && o.Kernel.Factory == nil {
+		o.Kernel.Name = p.Kernel
+	}
+	o.Kernel.Shared = o.Kernel.Shared || p.SharedKernel
+	if o.Kernel.LatentNoise == 0 {
+		o.Kernel.LatentNoise = p.LatentNoise
+	}
 	// Another engine may fit the preset's composition: whether it can is
 	// the engine's to say (Engine.Supports, at New).
 	if o.Inference == "" {
@@ -290,7 +302,7 @@ func (o Options) Defaults() Options {
 }
 
 // KernelNames are the built-in kernels.
-var KernelNames = []string{"se", "poly", "matern32", "matern52", "linear"}
+var KernelNames = []string{"se", "se-iso", "poly", "matern32", "matern52", "linear"}
 
 // Optimizers are the svi engine's optimisers.
 var Optimizers = []string{"adam", "adadelta", "lbfgs"}
@@ -329,6 +341,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.Kernel.Degree < 1:
 		return fmt.Errorf("models: polynomial degree %d", o.Kernel.Degree)
+	case o.Kernel.LatentNoise < 0 || math.IsNaN(o.Kernel.LatentNoise) || math.IsInf(o.Kernel.LatentNoise, 0):
+		return fmt.Errorf("models: latent noise %g (want a finite value ≥ 0)", o.Kernel.LatentNoise)
 	case o.Posterior.MeanSamples < 0 || o.Posterior.MeanSamples > 100000:
 		return fmt.Errorf("models: %d mean samples (want 0 to 100000)", o.Posterior.MeanSamples)
 	case o.Posterior.Inducing < 1:
