@@ -72,7 +72,9 @@ func fitPreset(ctx context.Context, train *datasets.Dataset, model string) (*mod
 // presetPredictor is a model's Predict without input noise.
 type presetPredictor struct{ m *models.Model }
 
-func (p presetPredictor) Predict(x []float64, n int) ([]float64, error) { return p.m.Predict(x, n, nil) }
+func (p presetPredictor) Predict(x []float64, n int) ([]float64, error) {
+	return p.m.Predict(x, n, nil)
+}
 
 // robustSplit is the split of a data set shared by every method and every
 // η (the paired tests compare methods split by split).

@@ -20,7 +20,7 @@ import (
 
 // externalModels are the --model names fitted outside models' compositions.
 var externalModels = map[string]string{
-	"htpc":  "heavy-tailed process classifier by Laplace (paper 003's HTPC baseline)",
+	"htpc": "heavy-tailed process classifier by Laplace (paper 003's HTPC baseline)",
 }
 
 // externalModel is a fitted model of one of those engines.
