@@ -30,7 +30,9 @@ func robustLik(b0 float64) *likelihoods.RobustMaxRho {
 	return likelihoods.NewRobustMaxRho(true, [2]float64{1, b0}, 20)
 }
 
-func argmaxLik() *likelihoods.RobustMaxRho { return likelihoods.NewRobustMaxRho(false, [2]float64{}, 20) }
+func argmaxLik() *likelihoods.RobustMaxRho {
+	return likelihoods.NewRobustMaxRho(false, [2]float64{}, 20)
+}
 
 func runMulti(t *testing.T, ks []*mat.SymDense, y []int, lik MultiTilted, cfg MultiConfig) (*MultiResult, *MultiLayout, *MultiSites) {
 	t.Helper()
