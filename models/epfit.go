@@ -100,6 +100,7 @@ func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 	if err != nil {
 		return err
 	}
+	o.cfg.Context = ctx
 	params := svi.AsSolverParams(o.params)
 	tobj, err := withTrace(o, cfg, o.setPosterior)
 	if err != nil {
@@ -265,6 +266,9 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 		return 0, nil, err
 	}
 	res, err := o.runEP()
+	if c := o.cfg.Context; c != nil && c.Err() != nil {
+		return 0, nil, c.Err()
+	}
 	if err != nil && !errors.Is(err, ep.ErrNotConverged) {
 		// A failed factorisation leaves the sites unusable; restart them.
 		o.sites = ep.NewSites(o.n)
