@@ -241,6 +241,21 @@ func TestRMGPCSaveLoad(t *testing.T) {
 		o1, err1 := m.Outliers()
 		o2, err2 := l.Outliers()
 		if name == "smgpc" {
+			// Each class's latent has its own noise ϑ_k² on the shared
+			// kernel, which its predictive variance must include (the
+			// variational family must not take the wrappers for one
+			// kernel): raised far above the others, class 1's shows it.
+			theta := m.Kernels()[1].(*kernels.WithNoise).Theta
+			theta.Set(0, 100)
+			_, v, _, err := m.Marginals(test.X, test.N, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < test.N; i++ {
+				if v[i*3+1] < 50 || v[i*3] > 50 {
+					t.Fatalf("row %d: predictive variances %.4g, %.4g of classes 0 and 1; class 1's noise is 100", i, v[i*3], v[i*3+1])
+				}
+			}
 			if err1 == nil || err2 == nil || !strings.Contains(err1.Error(), "no outlier indicators") {
 				t.Errorf("smgpc outliers: %v / %v", err1, err2)
 			}
