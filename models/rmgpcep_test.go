@@ -300,3 +300,33 @@ func TestRMGPCCancel(t *testing.T) {
 		t.Errorf("cancellation took %v", d)
 	}
 }
+
+// TestRobustMaxRhoUnderSVI: the robust-max-with-ρ likelihood trains under
+// SVI too (as robustmax-beta: ε = ρ(C−1)/C a MAP point under the Beta
+// prior), while its ρ ≡ 0 limit, whose expected log-likelihood is not
+// finite, is refused with the reason.
+func TestRobustMaxRhoUnderSVI(t *testing.T) {
+	ds := robustSynth(60, 0.1, 21)
+	test := robustSynth(60, 0, 22)
+	m, err := New(Options{Likelihood: LikelihoodOptions{Name: "robustmax-rho"}, Posterior: PosteriorOptions{Inducing: 10}, Train: TrainOptions{Epochs: 30, Batch: 60, LR: 0.05}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Fit(context.Background(), ds, FitConfig{Warnings: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Predict(test.X, test.N, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := Score(p, test.Y, test.C); s.Error > 0.2 {
+		t.Errorf("svi robustmax-rho: test error %.3f", s.Error)
+	}
+	a, err := New(Options{Likelihood: LikelihoodOptions{Name: "argmax"}, Train: TrainOptions{Epochs: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Fit(context.Background(), ds, FitConfig{Warnings: io.Discard}); err == nil || !strings.Contains(err.Error(), "expectation propagation") {
+		t.Errorf("svi argmax: %v", err)
+	}
+}
