@@ -52,9 +52,11 @@ type Options struct {
 	Posterior  PosteriorOptions
 	Inputs     InputOptions
 	// Inference names a registered Engine (EngineNames): "svi" (stochastic
-	// variational inference, the default), "ep" (expectation propagation
-	// for one latent function: with the "full" family full EP, with the
-	// "sparse" family EP on the FITC prior, i.e. generalised FITC; kernel
+	// variational inference, the default), "ep" (expectation propagation:
+	// for one latent function with the "full" family full EP, with the
+	// "sparse" family EP on the FITC prior, i.e. generalised FITC; for a
+	// likelihood whose sites couple latent functions (ep.MultiTilted, such
+	// as robustmax-rho) multi-latent EP on the full prior; kernel
 	// hyper-parameters and Z maximise the EP evidence by L-BFGS, one
 	// iteration per epoch), "mf" (the SVGP paper's sparse mean-field
 	// bound, probit only), or one a package registered. Empty takes the
@@ -151,13 +153,17 @@ type InputOptions struct {
 	inputs.Config
 }
 
-// EPOptions are expectation propagation's settings (zero: defaults).
+// EPOptions are expectation propagation's settings (zero: defaults; the
+// multi-latent defaults are the robust paper's, see ep.MultiConfig).
 type EPOptions struct {
-	// Damping δ ∈ (0, 1] of site updates in natural parameters (default 1).
+	// Damping δ ∈ (0, 1] of site updates in natural parameters (default 1;
+	// multi-latent 0.5).
 	Damping float64
-	// Tol on the largest relative change of a site in a sweep (default 1e-8).
+	// Tol on the largest relative change of a site in a sweep (default
+	// 1e-8; multi-latent 1e-3 during the evidence search, a tenth of it for
+	// the final run).
 	Tol float64
-	// MaxSweeps per EP run (default 200).
+	// MaxSweeps per EP run (default 200; multi-latent 1000).
 	MaxSweeps int
 	// Parallel updates all sites from one posterior per sweep.
 	Parallel bool
