@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 
 	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
@@ -380,9 +381,10 @@ func fitMultiEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitC
 			}
 			o.state.Warning = err.Error()
 			warn := cfg.Warnings
-			if warn != nil {
-				fmt.Fprintf(warn, "models: warning: the EP evidence search stopped at its best point: %v\n", err)
+			if warn == nil {
+				warn = os.Stderr
 			}
+			fmt.Fprintf(warn, "models: warning: the EP evidence search stopped at its best point: %v\n", err)
 		}
 		if err := solvers.Unflatten(sp, res.X); err != nil {
 			return err
