@@ -330,3 +330,21 @@ func TestRobustMaxRhoUnderSVI(t *testing.T) {
 		t.Errorf("svi argmax: %v", err)
 	}
 }
+
+// TestMultiEPSupports: the ep engine names what a composition lacks.
+func TestMultiEPSupports(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Model: "rmgpc", Posterior: PosteriorOptions{Family: "sparse"}}, "full prior only"},
+		{Options{Likelihood: LikelihoodOptions{Name: "softmax"}, Inference: "ep"}, "ep.MultiTilted"},
+	} {
+		if _, err := New(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error naming %q", c.o, err, c.want)
+		}
+	}
+	if _, err := New(Options{Likelihood: LikelihoodOptions{Name: "robustmax-rho"}, Posterior: PosteriorOptions{Family: "full"}, Inference: "ep"}); err != nil {
+		t.Errorf("robustmax-rho under ep on the full prior: %v", err)
+	}
+}
