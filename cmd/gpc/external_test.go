@@ -57,7 +57,7 @@ func TestExternalModels(t *testing.T) {
 	if b, err := os.ReadFile(rk); err != nil || !strings.Contains(string(b), `"format":"gpc-model"`) {
 		t.Fatalf("rmgpc file is not a gpc-model file (%v)", err)
 	}
-	if code, stdout, stderr := gpc(t, "outliers", "--model", rk); code != 0 || !strings.HasPrefix(stdout, `{"p":[`) {
+	if code, stdout, stderr := gpc(t, "outliers", rk); code != 0 || !strings.HasPrefix(stdout, `{"p":[`) {
 		t.Fatalf("outliers on rmgpc --kernel matern52: %d %q %s", code, stdout, stderr)
 	}
 	// Checkpoints are refused as for every full-batch engine.

@@ -28,7 +28,7 @@ func errOldRobust(path string) error {
 // row of a model whose engine reports outliers (models.OutlierReporter),
 // in the training file's order.
 func runOutliers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("outliers", "gpc outliers --model MODEL.json",
+	f := newFlags("outliers", "gpc outliers [--model] MODEL.json",
 		`Print one JSON line {"p": [...]}: the posterior probability P(z_i = 1 | y, X)
 that training row i is an outlier (its label drawn at random), for every
 training row of a model with outlier indicators (gpc train --model rmgpc),
@@ -37,6 +37,9 @@ in file order.`)
 	pos, err := f.parse(args, stdout)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 1 && *model == "" {
+		*model, pos = pos[0], nil
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
