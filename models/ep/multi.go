@@ -929,16 +929,16 @@ func sigmoid(x float64) float64 {
 	return e / (1 + e)
 }
 
-// LogSigmoid is log σ(x) = −log(1 + e^−x), stable in both tails.
-func LogSigmoid(x float64) float64 {
+// logSigmoid is log σ(x) = −log(1 + e^−x), stable in both tails.
+func logSigmoid(x float64) float64 {
 	if x >= 0 {
 		return -math.Log1p(math.Exp(-x))
 	}
 	return x - math.Log1p(math.Exp(x))
 }
 
-// LogAddExp is log(e^a + e^b) without overflow.
-func LogAddExp(a, b float64) float64 {
+// logAddExp is log(e^a + e^b) without overflow.
+func logAddExp(a, b float64) float64 {
 	if math.IsInf(a, -1) {
 		return b
 	}

@@ -56,7 +56,7 @@ func multiEvidence(ly *MultiLayout, lik MultiTilted, p *MultiResult, s *MultiSit
 				// that an EP stopped at a site error δ gives the evidence to
 				// O(δ²).
 				lk := s.Logit[j]
-				lz -= LogAddExp(LogSigmoid(lk)+LogSigmoid(lpc), LogSigmoid(-lk)+LogSigmoid(-lpc))
+				lz -= logAddExp(logSigmoid(lk)+logSigmoid(lpc), logSigmoid(-lk)+logSigmoid(-lpc))
 			}
 			for a := range ly.Lat[j] {
 				e := ly.Entry[j] + a
@@ -71,12 +71,12 @@ func multiEvidence(ly *MultiLayout, lik MultiTilted, p *MultiResult, s *MultiSit
 	total += lbeta(p.A, p.B) - lbeta(ly.A0, ly.B0)
 	for i := 0; i < ly.N; i++ {
 		// D_i = p̃_i ∏ p̃_s + (1 − p̃_i) ∏ (1 − p̃_s).
-		l1, l0 := LogSigmoid(s.LogitZ[i]), LogSigmoid(-s.LogitZ[i])
+		l1, l0 := logSigmoid(s.LogitZ[i]), logSigmoid(-s.LogitZ[i])
 		for j := ly.Row[i]; j < ly.Row[i+1]; j++ {
-			l1 += LogSigmoid(s.Logit[j])
-			l0 += LogSigmoid(-s.Logit[j])
+			l1 += logSigmoid(s.Logit[j])
+			l0 += logSigmoid(-s.Logit[j])
 		}
-		total += LogAddExp(l1, l0)
+		total += logAddExp(l1, l0)
 		// log s̃_i = log B(a\, b\) − log B(a, b) + log Z_i
 		//           − log(p̃_i p\ + (1 − p̃_i)(1 − p\)).
 		ac, bc := p.A-s.A[i]+1, p.B-s.B[i]+1
