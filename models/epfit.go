@@ -45,27 +45,47 @@ type epEngine struct{}
 func (epEngine) Name() string { return "ep" }
 
 func (epEngine) Supports(m *Model) error {
-	// Tilted moments come from the likelihood (ep.Tilted) or, for any
-	// other, by quadrature of its log p(y|f); its sites touch one latent
-	// function, so it must be a likelihood with one.
-	// Without a fixed class count (likelihoods.ClassCounter) the data decide,
-	// at Fit; a likelihood with several latent functions for two classes is
-	// refused now.
+	if !inputs.IsPassthrough(m.inputs) {
+		return fmt.Errorf("models: the ep engine works on the latent values at the observed inputs (inputs.Passthrough); the %s input model is not", m.inputs.Name())
+	}
+	if _, ok := m.lik.(ep.MultiTilted); ok {
+		if _, one := m.lik.(ep.Tilted); !one && m.Opts.Posterior.Family != "full" {
+			return fmt.Errorf("models: the ep engine runs multi-latent EP (the %s likelihood's ep.MultiTilted sites) on the full prior only; use the full posterior family, not %s", m.Opts.Likelihood.Name, m.Opts.Posterior.Family)
+		}
+		return nil
+	}
+	// Otherwise a site touches one latent function, its tilted moments from
+	// the likelihood (ep.Tilted) or, for any other, by quadrature of its
+	// log p(y|f). Without a fixed class count (likelihoods.ClassCounter)
+	// the data decide, at Fit; a likelihood with several latent functions
+	// for two classes is refused now.
 	classes := 2
 	if cc, ok := m.lik.(likelihoods.ClassCounter); ok {
 		classes = cc.Classes()
 	}
 	if l := m.lik.Latent(classes); l != 1 {
-		return fmt.Errorf("models: the ep engine's sites touch one latent function; the %s likelihood has %d for %d classes", m.Opts.Likelihood.Name, l, classes)
-	}
-	if !inputs.IsPassthrough(m.inputs) {
-		return fmt.Errorf("models: the ep engine works on the latent values at the observed inputs (inputs.Passthrough); the %s input model is not", m.inputs.Name())
+		return fmt.Errorf("models: the ep engine's sites touch one latent function unless the likelihood has multi-latent sites (ep.MultiTilted); the %s likelihood has %d latent functions for %d classes and none", m.Opts.Likelihood.Name, l, classes)
 	}
 	return nil
 }
 
 func (epEngine) Fit(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig) error {
+	if multiLatent(m) {
+		return fitMultiEP(ctx, m, train, cfg)
+	}
 	return fitEP(ctx, m, train, cfg)
+}
+
+// multiLatent reports whether a fit of m runs multi-latent EP: its
+// likelihood has multi-latent sites and more than one latent function for
+// the model's classes (one latent function with ep.Tilted takes the binary
+// path).
+func multiLatent(m *Model) bool {
+	if _, ok := m.lik.(ep.MultiTilted); !ok {
+		return false
+	}
+	_, one := m.lik.(ep.Tilted)
+	return !one || m.lik.Latent(m.C) > 1
 }
 
 // FullBatch: every EP sweep visits every row.
@@ -75,6 +95,9 @@ func (epEngine) FullBatch(*Model) bool { return true }
 func (epEngine) GradientOrders() []int { return []int{1} }
 
 func (epEngine) CheckGradients(m *Model, ds *datasets.Dataset, order int, _ *rand.Rand) (graph.CheckReport, error) {
+	if multiLatent(m) {
+		return checkMultiEPGradients(m, ds, order)
+	}
 	return checkEPGradients(m, ds, order)
 }
 
@@ -83,6 +106,7 @@ func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 	if err != nil {
 		return err
 	}
+	o.cfg.Context = ctx
 	params := svi.AsSolverParams(o.params)
 	tobj, err := withTrace(o, cfg, o.setPosterior)
 	if err != nil {
@@ -248,6 +272,9 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 		return 0, nil, err
 	}
 	res, err := o.runEP()
+	if c := o.cfg.Context; c != nil && c.Err() != nil {
+		return 0, nil, c.Err()
+	}
 	if err != nil && !errors.Is(err, ep.ErrNotConverged) {
 		// A failed factorisation leaves the sites unusable; restart them.
 		o.sites = ep.NewSites(o.n)

@@ -13,6 +13,18 @@ import (
 // gives placeholder values that the stored ones overwrite.
 func (m *Model) makeKernels(latent int, data *kernels.Data) error {
 	m.kernels = make([]kernels.Kernel, latent)
+	if v := m.Opts.Kernel.LatentNoise; v > 0 {
+		// One kernel shared by every latent function, each with its own
+		// noise variance on top (SMGPC's ϑ²_k).
+		base, err := m.makeKernel("k0", data)
+		if err != nil {
+			return err
+		}
+		for c := range m.kernels {
+			m.kernels[c] = kernels.NewWithNoise(fmt.Sprintf("k%d", c), base, v)
+		}
+		return nil
+	}
 	for c := range m.kernels {
 		if c > 0 && m.Opts.Kernel.Shared {
 			m.kernels[c] = m.kernels[0]

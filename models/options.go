@@ -47,9 +47,11 @@ type Options struct {
 	Posterior  PosteriorOptions
 	Inputs     InputOptions
 	// Inference names a registered Engine (EngineNames): "svi" (stochastic
-	// variational inference, the default), "ep" (expectation propagation
-	// for one latent function: with the "full" family full EP, with the
-	// "sparse" family EP on the FITC prior, i.e. generalised FITC; kernel
+	// variational inference, the default), "ep" (expectation propagation:
+	// for one latent function with the "full" family full EP, with the
+	// "sparse" family EP on the FITC prior, i.e. generalised FITC; for a
+	// likelihood whose sites couple latent functions (ep.MultiTilted, such
+	// as robustmax-rho) multi-latent EP on the full prior; kernel
 	// hyper-parameters and Z maximise the EP evidence by L-BFGS, one
 	// iteration per epoch), "mf" (the SVGP paper's sparse mean-field
 	// bound, probit only), or one a package registered. Empty takes the
@@ -92,6 +94,10 @@ type KernelOptions struct {
 	// default, the noisy-input and SVGP papers' models) each latent
 	// function has its own.
 	Shared bool `json:",omitempty"`
+	// LatentNoise > 0 gives every latent function the shared kernel (as
+	// Shared) plus a white noise ϑ_c² of its own starting there, learnt
+	// with the kernel: the robust paper's SMGPC.
+	LatentNoise float64 `json:",omitempty"`
 }
 
 // LikelihoodOptions selects the observation model.
@@ -165,13 +171,17 @@ type InputOptions struct {
 	inputs.Config
 }
 
-// EPOptions are expectation propagation's settings (zero: defaults).
+// EPOptions are expectation propagation's settings (zero: defaults; the
+// multi-latent defaults are the robust paper's, see ep.MultiConfig).
 type EPOptions struct {
-	// Damping δ ∈ (0, 1] of site updates in natural parameters (default 1).
+	// Damping δ ∈ (0, 1] of site updates in natural parameters (default 1;
+	// multi-latent 0.5).
 	Damping float64
-	// Tol on the largest relative change of a site in a sweep (default 1e-8).
+	// Tol on the largest relative change of a site in a sweep (default
+	// 1e-8; multi-latent 1e-3 during the evidence search, a tenth of it for
+	// the final run).
 	Tol float64
-	// MaxSweeps per EP run (default 200).
+	// MaxSweeps per EP run (default 200; multi-latent 1000).
 	MaxSweeps int
 	// Parallel updates all sites from one posterior per sweep.
 	Parallel bool
@@ -251,6 +261,13 @@ func (o Options) Resolve() (Options, error) {
 	}
 	if o.Posterior.ZInit == "" {
 		o.Posterior.ZInit = p.ZInit
+	}
+	if o.Kernel.Name == "" && o.Kernel.Factory == nil {
+		o.Kernel.Name = p.Kernel
+	}
+	o.Kernel.Shared = o.Kernel.Shared || p.SharedKernel
+	if o.Kernel.LatentNoise == 0 {
+		o.Kernel.LatentNoise = p.LatentNoise
 	}
 	// Another engine may fit the preset's composition: whether it can is
 	// the engine's to say (Engine.Supports, at New).
@@ -455,6 +472,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.Kernel.Degree < 1:
 		return fmt.Errorf("models: polynomial degree %d", o.Kernel.Degree)
+	case o.Kernel.LatentNoise < 0 || math.IsNaN(o.Kernel.LatentNoise) || math.IsInf(o.Kernel.LatentNoise, 0):
+		return fmt.Errorf("models: latent noise %g (want a finite value ≥ 0)", o.Kernel.LatentNoise)
 	case o.Posterior.MeanSamples < 0 || o.Posterior.MeanSamples > 100000:
 		return fmt.Errorf("models: %d mean samples (want 0 to 100000)", o.Posterior.MeanSamples)
 	case o.Posterior.Inducing < 1:

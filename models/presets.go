@@ -24,6 +24,13 @@ type Preset struct {
 	Posterior string
 	// Inference is the engine ("svi" if empty).
 	Inference string
+	// Kernel is the default kernel (KernelOptions.Name; "" = se);
+	// SharedKernel gives every latent function one kernel, and
+	// LatentNoise > 0 each its own white noise on top, starting there
+	// (KernelOptions.Shared, LatentNoise).
+	Kernel       string
+	SharedKernel bool
+	LatentNoise  float64
 	// ZInit is the default inducing-input initialisation ("" = random).
 	ZInit string
 	// Train is the preset's default training: the optimiser, cap

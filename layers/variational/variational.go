@@ -454,10 +454,19 @@ func (b *Built) Marginals(x *G.Node) (mu, v *G.Node, err error) {
 
 // sameKernel reports whether two latent functions' kernels are one kernel
 // (the same parameters), which kernels of slice types (a Sum) cannot
-// answer by ==.
+// answer by ==. Every parameter is compared: kernels.WithNoise wrappers of
+// one kernel share its parameters but not their own noise.
 func sameKernel(a, b kernels.Kernel) bool {
 	pa, pb := a.Params(), b.Params()
-	return len(pa) > 0 && len(pa) == len(pb) && pa[0] == pb[0]
+	if len(pa) == 0 || len(pa) != len(pb) {
+		return false
+	}
+	for i := range pa {
+		if pa[i] != pb[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Stack places n-vectors side by side as the columns of an n×len(cols) matrix.

@@ -11,6 +11,7 @@
 package ep
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -41,6 +42,19 @@ type Config struct {
 	// (O(N³) per sweep with no rank-one updates); the default is R&W's
 	// sequential schedule.
 	Parallel bool
+	// Context, if set, is checked at every sweep: a run stops with its
+	// error once it is cancelled (a setting of the run, like the rest,
+	// so that callers without one need not pass it).
+	Context context.Context
+}
+
+// cancelled returns the error of the run's context, if it has one and it
+// is done.
+func (c Config) cancelled() error {
+	if c.Context == nil {
+		return nil
+	}
+	return c.Context.Err()
 }
 
 func (c Config) defaults() Config {
@@ -106,6 +120,9 @@ func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*R
 	res := &Result{}
 	si := make([]float64, n)
 	for sweep := 1; sweep <= cfg.MaxSweeps; sweep++ {
+		if err := cfg.cancelled(); err != nil {
+			return nil, err
+		}
 		var change float64
 		oldTau, oldNu := append([]float64(nil), sites.Tau...), append([]float64(nil), sites.Nu...)
 		for i := 0; i < n; i++ {

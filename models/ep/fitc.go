@@ -187,6 +187,9 @@ func RunFITC(p LowRank, y []float64, lik Tilted, sites *Sites, cfg Config) (*Res
 	res := &Result{}
 	mu, vr := make([]float64, n), make([]float64, n)
 	for sweep := 1; sweep <= cfg.MaxSweeps; sweep++ {
+		if err := cfg.cancelled(); err != nil {
+			return nil, err
+		}
 		var change float64
 		if cfg.Parallel {
 			for i := 0; i < n; i++ {

@@ -132,6 +132,11 @@ func (o *Objective) build(b, d int) error {
 	} else {
 		ell = e.Do(p.Likelihood.ExpectedLogLik(o.s, mu, v, o.y.node))
 	}
+	if e.Err != nil {
+		// A likelihood may have no expected log-likelihood to give (the
+		// argmax likelihood's is not finite): its reason, not a nil node.
+		return fmt.Errorf("svi: %w", e.Err)
+	}
 	if extra != nil {
 		ell = e.Do(G.Add(ell, extra))
 	}

@@ -12,22 +12,15 @@ import (
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/models"
 	"github.com/gpc-dev/gpc/models/htpc"
-	"github.com/gpc-dev/gpc/models/rmgpc"
 )
 
-func init() {
-	register(&command{name: "outliers", summary: "print P(z_i = 1 | y, X) of every training row of an RMGPC model as JSON", run: runOutliers})
-}
-
-// The robust paper's models are fitted by their own engines (EP, Laplace)
+// The robust paper's HTPC is fitted by its own Laplace engine
 // with the whole hyper-parameter search inside, not by models' training
 // loop, so train and predict hand them over here.
 
 // externalModels are the --model names fitted outside models' compositions.
 var externalModels = map[string]string{
-	"rmgpc": "robust multi-class GP by EP, outlier indicators under Beta(1, 9) (paper 003)",
-	"smgpc": "the same by EP with ρ ≡ 0 and a latent noise per class (paper 003's SMGPC)",
-	"htpc":  "heavy-tailed process classifier by Laplace (paper 003's HTPC baseline)",
+	"htpc": "heavy-tailed process classifier by Laplace (paper 003's HTPC baseline)",
 }
 
 // externalModel is a fitted model of one of those engines.
@@ -62,8 +55,6 @@ func trainExternal(ctx context.Context, name, trainPath, out string, quiet bool,
 	}
 	var m externalModel
 	switch name {
-	case "rmgpc", "smgpc":
-		m, err = rmgpc.Fit(ctx, ds, rmgpc.Config{SMGPC: name == "smgpc", Progress: progress})
 	case "htpc":
 		m, err = htpc.Fit(ds, htpc.Config{Progress: progress})
 	default:
@@ -89,10 +80,9 @@ type loadedExternal struct {
 	m    externalModel
 	d, c int
 	name string
-	rm   *rmgpc.Model
 }
 
-// loadExternal reads path if it is an RMGPC or HTPC model file; (nil, nil)
+// loadExternal reads path if it is an HTPC model file; (nil, nil)
 // means it is not one (a models file, say), so the caller loads it as usual.
 func loadExternal(path string) (*loadedExternal, error) {
 	b, err := os.ReadFile(path)
@@ -106,16 +96,8 @@ func loadExternal(path string) (*loadedExternal, error) {
 		return nil, nil // not JSON of ours: models.Load reports it properly
 	}
 	switch head.Format {
-	case rmgpc.FileFormat:
-		m, err := rmgpc.Load(path)
-		if err != nil {
-			return nil, err
-		}
-		name := "rmgpc"
-		if m.Config.SMGPC {
-			name = "smgpc"
-		}
-		return &loadedExternal{m: m, d: m.D, c: m.C, name: name, rm: m}, nil
+	case oldRobustFormat:
+		return nil, errOldRobust(path)
 	case "gpc-htpc":
 		m, err := htpc.Load(path)
 		if err != nil {
@@ -126,46 +108,7 @@ func loadExternal(path string) (*loadedExternal, error) {
 	return nil, nil
 }
 
-// runOutliers prints {"p": [...]}: P(z_i = 1 | y, X) for every training
-// row of an RMGPC model, in the training file's order.
-func runOutliers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("outliers", "gpc outliers --model MODEL.json",
-		`Print one JSON line {"p": [...]}: the posterior probability P(z_i = 1 | y, X)
-that training row i is an outlier (its label drawn at random), for every
-training row of an RMGPC model (gpc train --model rmgpc), in file order.`)
-	model := f.String("model", "", "RMGPC model `file` (from gpc train --model rmgpc)")
-	pos, err := f.parse(args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	if *model == "" {
-		return usagef("missing --model")
-	}
-	ext, err := loadExternal(*model)
-	if err != nil {
-		return err
-	}
-	if ext == nil || ext.rm == nil || ext.rm.Config.SMGPC {
-		what := "this model"
-		if ext != nil {
-			what = "a " + ext.name + " model"
-		}
-		return fmt.Errorf("%s: %s has no outlier indicators; train one with gpc train --model rmgpc", *model, what)
-	}
-	b, err := json.Marshal(struct {
-		P []float64 `json:"p"`
-	}{ext.rm.Outliers()})
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n", b)
-	return err
-}
-
-// externalTrainArgs recognises `gpc train --model rmgpc|smgpc|htpc …` and
+// externalTrainArgs recognises `gpc train --model htpc …` and
 // parses the flags those engines take (--train, --out, --quiet); ok is
 // false for every other model, which parseTrain handles.
 func externalTrainArgs(args []string) (name, train, out string, quiet, ok bool, err error) {

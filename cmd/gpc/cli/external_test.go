@@ -2,12 +2,14 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
 
 // gpc train --model rmgpc|smgpc|htpc, gpc predict on their files, and gpc
-// outliers, which only an RMGPC model answers.
+// outliers, which only an RMGPC model answers (rmgpc and smgpc are
+// gpc-model files of the ordinary train path, htpc still its own).
 func TestExternalModels(t *testing.T) {
 	dir := t.TempDir()
 	train := writeFile(t, dir, "train.csv", blobs(60, 1, true, true))
@@ -43,16 +45,36 @@ func TestExternalModels(t *testing.T) {
 			t.Fatalf("outliers on %s: %d %q", name, code, stderr)
 		}
 	}
-	// Flags the engines do not take are refused with the reason.
-	if code, _, stderr := gpc(t, "train", "--train", train, "--model", "rmgpc", "--epochs", "3", "--out", dir+"/x.json"); code == 0 || !strings.Contains(stderr, "takes only --train, --out and --quiet") {
+	// Flags the HTPC engine does not take are refused with the reason.
+	if code, _, stderr := gpc(t, "train", "--train", train, "--model", "htpc", "--epochs", "3", "--out", dir+"/x.json"); code == 0 || !strings.Contains(stderr, "takes only --train, --out and --quiet") {
 		t.Fatalf("extra flag: %d %q", code, stderr)
 	}
-	// A models file has no outliers either.
+	// RMGPC takes --kernel like every model, and its file is a gpc-model one.
+	rk := dir + "/rmgpc-se.json"
+	if code, _, stderr := gpc(t, "train", "--train", train, "--model", "rmgpc", "--kernel", "matern52", "--out", rk, "--quiet"); code != 0 {
+		t.Fatalf("train rmgpc --kernel matern52: %d\n%s", code, stderr)
+	}
+	if b, err := os.ReadFile(rk); err != nil || !strings.Contains(string(b), `"format":"gpc-model"`) {
+		t.Fatalf("rmgpc file is not a gpc-model file (%v)", err)
+	}
+	if code, stdout, stderr := gpc(t, "outliers", rk); code != 0 || !strings.HasPrefix(stdout, `{"p":[`) {
+		t.Fatalf("outliers on rmgpc --kernel matern52: %d %q %s", code, stdout, stderr)
+	}
+	// Checkpoints are refused as for every full-batch engine.
+	if code, _, stderr := gpc(t, "train", "--train", train, "--model", "rmgpc", "--checkpoint", dir+"/ck", "--out", dir+"/y.json"); code == 0 || !strings.Contains(stderr, "cannot be checkpointed") {
+		t.Fatalf("checkpoint: %d %q", code, stderr)
+	}
+	// A model of an engine without outliers names the capability.
 	m := dir + "/mgp.json"
 	if code, _, stderr := gpc(t, "train", "--train", train, "--model", "mgp", "--epochs", "2", "--out", m, "--quiet"); code != 0 {
 		t.Fatalf("train mgp: %s", stderr)
 	}
-	if code, _, stderr := gpc(t, "outliers", "--model", m); code == 0 || !strings.Contains(stderr, "has no outlier indicators") {
+	if code, _, stderr := gpc(t, "outliers", "--model", m); code == 0 || !strings.Contains(stderr, "models.OutlierReporter") {
 		t.Fatalf("outliers on mgp: %d %q", code, stderr)
+	}
+	// An RMGPC file of an earlier build asks to be retrained.
+	old := writeFile(t, dir, "old.json", `{"format":"gpc-rmgpc","version":1}`)
+	if code, _, stderr := gpc(t, "outliers", "--model", old); code == 0 || !strings.Contains(stderr, "retrain it") {
+		t.Fatalf("old file: %d %q", code, stderr)
 	}
 }

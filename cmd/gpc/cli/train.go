@@ -111,7 +111,7 @@ func modelHelp() string {
 	for _, p := range models.Presets() {
 		fmt.Fprintf(&b, "  %-9s %s\n", p.Name, p.Summary)
 	}
-	for _, name := range []string{"rmgpc", "smgpc", "htpc"} {
+	for _, name := range []string{"htpc"} {
 		fmt.Fprintf(&b, "  %-9s %s (takes only --train, --out, --quiet)\n", name, externalModels[name])
 	}
 	return b.String()
@@ -194,7 +194,7 @@ draws of an uninterrupted run) checkpoint.`)
 	inducing := f.Int("inducing", 100, "inducing points per class, `M` (capped at the training size)")
 	lr := f.Float64("lr", 0, "Adam learning `rate` (default: the model's, else 0.01)")
 	seed := f.Uint64("seed", 0, "random `seed` (initialisation, shuffling, sampling)")
-	kernel := f.String("kernel", kernels.Default, "`kernel` expression: "+kernels.Describe())
+	kernel := f.String("kernel", "", "`kernel` expression (default: the model's, else "+kernels.Default+"): "+kernels.Describe())
 	degree := f.Int("degree", 9, "`degree` of a kernel that has one and is given none in --kernel (poly; poly(3) sets it in the expression)")
 	f.StringVar(&hidden, "hidden", "50", "nimgp-nn: hidden layer `sizes`, comma-separated")
 	residual := f.Bool("residual", false, "nimgp-nn: start q(x) at the observed input (residual networks)")
@@ -252,8 +252,10 @@ draws of an uninterrupted run) checkpoint.`)
 	case a.checkpointEvery < 0:
 		return nil, usagef("--checkpoint-every %v: the interval must not be negative", a.checkpointEvery)
 	}
-	if _, err := kernels.Build(*kernel, kernels.Config{Name: "probe", D: 1, Degree: *degree}); err != nil {
-		return nil, usagef("--kernel %q: %v (registered kernels: %s)", *kernel, err, kernels.Describe())
+	if *kernel != "" {
+		if _, err := kernels.Build(*kernel, kernels.Config{Name: "probe", D: 1, Degree: *degree}); err != nil {
+			return nil, usagef("--kernel %q: %v (registered kernels: %s)", *kernel, err, kernels.Describe())
+		}
 	}
 	h, err := parseHidden(hidden)
 	if err != nil {

@@ -1,19 +1,20 @@
-package rmgpc_test
+package models_test
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/gpc-dev/gpc/datasets"
-	"github.com/gpc-dev/gpc/models/rmgpc"
+	"github.com/gpc-dev/gpc/models"
 )
 
 // Three classes along a line, one row deliberately mislabelled: RMGPC
-// flags it as an outlier, predicts through it, and a saved model gives the
-// same answers.
-func ExampleFit() {
+// flags it as an outlier (models.OutlierReporter), predicts through it,
+// and a saved model gives the same answers.
+func Example_rmgpcOutliers() {
 	var x []float64
 	var y []int
 	for i := 0; i < 30; i++ {
@@ -30,12 +31,21 @@ func ExampleFit() {
 	y[16] = 2 // x = 0.2 lies among class 1
 	ds := &datasets.Dataset{Name: "line", X: x, N: 30, D: 1, Y: y, C: 3}
 
-	m, err := rmgpc.Fit(context.Background(), ds, rmgpc.Config{})
+	m, err := models.New(models.Options{Model: "rmgpc", Inputs: models.InputOptions{Standardize: true}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for i, p := range m.Outliers() {
+	if err := m.Fit(context.Background(), ds, models.FitConfig{Warnings: io.Discard}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, err := m.Outliers()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i, p := range out {
 		if p > 0.5 {
 			fmt.Printf("row %d (x = %.1f, label %d) is an outlier\n", i, x[i], y[i])
 		}
@@ -47,13 +57,13 @@ func ExampleFit() {
 		fmt.Println(err)
 		return
 	}
-	loaded, err := rmgpc.Load(path)
+	loaded, err := models.Load(path, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	test := []float64{-2, 0.2, 2}
-	probs, err := loaded.Predict(test, len(test))
+	probs, err := loaded.Predict(test, len(test), nil)
 	if err != nil {
 		fmt.Println(err)
 		return
