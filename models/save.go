@@ -139,9 +139,13 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 		total += len(p.Data)
 	}
 	fits := func(a, b int) bool { return a >= 1 && b >= 1 && b <= total/a }
+	// Only an amortised input model stores its networks; every other
+	// model carries the default hidden size without using it.
 	hiddenOK := true
-	for _, h := range m.Opts.Inputs.Hidden {
-		hiddenOK = hiddenOK && fits(h, 1)
+	if m.Opts.Inputs.Model == "amortised" {
+		for _, h := range m.Opts.Inputs.Hidden {
+			hiddenOK = hiddenOK && fits(h, 1)
+		}
 	}
 	if s.D < 1 || s.C < 2 || s.M < 1 || s.N < 1 || !fits(s.D, s.M) || !fits(s.M, s.M) || !fits(s.C, s.M) || !hiddenOK {
 		return nil, fmt.Errorf("models: %s: invalid sizes d=%d c=%d m=%d n=%d for the %d parameter values stored", path, s.D, s.C, s.M, s.N, total)
