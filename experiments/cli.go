@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 const usage = `usage:
@@ -196,7 +197,9 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpc experiment run: %v\n", err)
 		return 1
 	}
-	if rerr := Report(dir, *dataDir); rerr != nil {
+	reportStart := time.Now()
+	rerr := Report(dir, *dataDir)
+	if rerr != nil {
 		fmt.Fprintf(stderr, "report: %v\n", rerr)
 		if err == nil {
 			err = rerr
@@ -206,8 +209,15 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sum.Busy > 0 {
 		busy = fmt.Sprintf(", %d left to another runner fitting them", sum.Busy)
 	}
-	fmt.Fprintf(stdout, "%s: %d runs: %d done now, %d skipped (already done), %d failed%s. Report: %s\n",
-		rs.Name, sum.Total, sum.Done, sum.Skipped, sum.Failed, busy, filepath.Join(dir, "report.md"))
+	// A report that failed is not named as if it were there.
+	report := "Report: " + filepath.Join(dir, "report.md")
+	if st, err := os.Stat(filepath.Join(dir, "report.md")); rerr != nil && (err != nil || !st.Mode().IsRegular() || st.ModTime().Before(reportStart.Add(-time.Second))) {
+		report = "No report written (see the error above)"
+	} else if rerr != nil {
+		report += " (incomplete: see the error above)"
+	}
+	fmt.Fprintf(stdout, "%s: %d runs: %d done now, %d skipped (already done), %d failed%s. %s\n",
+		rs.Name, sum.Total, sum.Done, sum.Skipped, sum.Failed, busy, report)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "interrupted: finished runs are saved; rerun the same command to continue")

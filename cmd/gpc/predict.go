@@ -106,6 +106,12 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	// With the rows counted the file's size is known (a probability in
+	// 'g' format is at most 24 bytes with its separator): a file system
+	// without room for it is found before predicting.
+	if err := datasets.CheckWritableSize(a.out, int64(ds.N+1)*int64(m.C)*24); err != nil {
+		return err
+	}
 	var noise []float64
 	switch {
 	case a.noise.file != "":

@@ -1,0 +1,40 @@
+package experiments
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Class 1 of the second hardening round: a run whose report cannot be
+// written (report.md is a directory) says so instead of naming it.
+func TestRunDoesNotNameAnUnwrittenReport(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.NewReplacer(
+		"splits: 3, n_train: 10, n_test: 10", "splits: 1, n_train: 10, n_test: 10",
+		"  - {name: b, noise: 0.2}\n", "",
+		"  - {name: NIMGP, kind: nimgp}\n", "",
+		`values: ["1±0.1", "2"]`, `values: ["1±0.1"]`,
+	).Replace(miniSpec)
+	sp := filepath.Join(dir, "one.yaml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(filepath.Join(out, "report.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	code := Main([]string{"run", sp, "--out", out}, &o, &e)
+	if code == 0 {
+		t.Errorf("exit code 0 for a report not written:\n%s%s", o.String(), e.String())
+	}
+	if strings.Contains(o.String(), "Report: ") || !strings.Contains(o.String(), "No report written") {
+		t.Errorf("stdout names a report that was not written:\n%s", o.String())
+	}
+	if !strings.Contains(e.String(), "report.md: it is a directory") {
+		t.Errorf("stderr does not say why:\n%s", e.String())
+	}
+}
