@@ -36,6 +36,7 @@ func fitEP(ctx context.Context, m *Model, train *datasets.Dataset, cfg FitConfig
 	if err != nil {
 		return err
 	}
+	o.cfg.Context = ctx
 	params := layers.AsSolverParams(o.params)
 	tobj, err := withTrace(o, cfg, o.setPosterior)
 	if err != nil {
@@ -201,6 +202,9 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 		return 0, nil, err
 	}
 	res, err := o.runEP()
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return 0, nil, err
+	}
 	if err != nil && !errors.Is(err, ep.ErrNotConverged) {
 		// A failed factorisation leaves the sites unusable; restart them.
 		o.sites = ep.NewSites(o.n)

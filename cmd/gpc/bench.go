@@ -102,7 +102,10 @@ time includes any wait for a core).`)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted")
 	}
-	stats, err := BenchConfigured(kinds, cfg, *iters)
+	stats, err := BenchConfigured(ctx, kinds, cfg, *iters)
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted")
+	}
 	if err != nil {
 		return err
 	}
