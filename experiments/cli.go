@@ -151,7 +151,6 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", pos[0], err)
 		return 1
 	}
-	runs := Expand(rs)
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("out", rs.Name)
@@ -160,14 +159,22 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *dry {
+		// The size is counted, not expanded: Resolve has bounded it by
+		// MaxRuns, but building that many runs takes seconds and memory
+		// that --dry-run, a quick check, should not spend.
 		fmt.Fprintf(stdout, "%s: %d runs = %d data sets × %d settings × %d methods × %d splits (%s)\n",
-			rs.Name, len(runs), len(rs.Datasets), len(rs.Settings), len(rs.Methods), rs.Protocol.Splits, rs.Budget)
+			rs.Name, len(rs.Datasets)*len(rs.Settings)*len(rs.Methods)*rs.Protocol.Splits, len(rs.Datasets), len(rs.Settings), len(rs.Methods), rs.Protocol.Splits, rs.Budget)
+		files, _ := filepath.Glob(filepath.Join(dir, "results*.jsonl"))
+		if sn <= 1 && len(files) == 0 {
+			return 0
+		}
+		runs := Expand(rs)
 		if sn > 1 {
 			runs = slices.DeleteFunc(runs, func(r Run) bool { return r.shard(sn) != si })
 			fmt.Fprintf(stdout, "shard %d/%d: %d of them\n", si, sn, len(runs))
 		}
 		// Read only: the results files of runners under way are not locked.
-		if files, _ := filepath.Glob(filepath.Join(dir, "results*.jsonl")); len(files) > 0 {
+		if len(files) > 0 {
 			p, err := ReadProgress(dir, runs)
 			if err != nil {
 				fmt.Fprintf(stderr, "gpc experiment run: %v\n", err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Class 1 of the second hardening round: a run whose report cannot be
@@ -36,5 +37,25 @@ func TestRunDoesNotNameAnUnwrittenReport(t *testing.T) {
 	}
 	if !strings.Contains(e.String(), "report.md: it is a directory") {
 		t.Errorf("stderr does not say why:\n%s", e.String())
+	}
+}
+
+// Class 4: --dry-run of a grid just under the run limit prints its size at
+// once; it used to build every run (45 s and 2 GB at the limit).
+func TestDryRunOfLargeGridIsQuick(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.NewReplacer("splits: 3,", "splits: 240000,").Replace(miniSpec)
+	sp := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	t0 := time.Now()
+	code := Main([]string{"run", sp, "--dry-run", "--out", filepath.Join(dir, "out")}, &o, &e)
+	if code != 0 || !strings.Contains(o.String(), "mini: 960000 runs = 1 data sets × 2 settings × 2 methods × 240000 splits") {
+		t.Errorf("exit %d:\n%s%s", code, o.String(), e.String())
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Errorf("--dry-run took %v", d)
 	}
 }

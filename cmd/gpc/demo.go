@@ -92,8 +92,8 @@ noise-aware models' NLL is far below MGP's. Use --epochs to train longer.`, demo
 	if a.epochs < 1 {
 		return nil, usagef("--epochs %d: need at least 1 epoch", a.epochs)
 	}
-	if a.samples < 1 {
-		return nil, usagef("--test-samples %d: need at least 1 sample", a.samples)
+	if a.samples < 1 || a.samples > models.MaxTestSamples {
+		return nil, usagef("--test-samples %d: want 1 to %d samples", a.samples, models.MaxTestSamples)
 	}
 	if a.kinds, err = parseKinds(kinds); err != nil {
 		return nil, err

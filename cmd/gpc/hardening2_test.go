@@ -3,8 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpc-dev/gpc/models"
 )
 
 // Class 3 of the second hardening round: gpc bench stops between
@@ -19,5 +24,42 @@ func TestBenchStopsOnCancel(t *testing.T) {
 	}
 	if d := time.Since(t0); d > 10*time.Second {
 		t.Errorf("BenchConfigured returned after %v", d)
+	}
+}
+
+// Class 4: sizes given on the command line are bounded before anything of
+// that size is allocated, with the flag and the limit named. gpc bench
+// --n 1e9 allocated the rows and died in the Go runtime; --test-samples
+// 1e12 ran for hours.
+func TestSizeFlagsBounded(t *testing.T) {
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train.csv")
+	if err := os.WriteFile(train, []byte(scaledBlobs(20, 3, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "m.json")
+	if code, _, e := runWithin(t, context.Background(), time.Minute, "train", "--train", train, "--model", "svgp", "--inducing", "3", "--epochs", "1", "--out", model, "--quiet"); code != 0 {
+		t.Fatalf("train: %s", e)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--model", "mgp", "--n", "1000000000"}, "--n 1000000000 exceeds the limit of 10000000 rows"},
+		{[]string{"predict", "--model", model, "--input", train, "--out", filepath.Join(dir, "p.csv"), "--labeled", "--test-samples", "1000000000000"}, "--test-samples 1000000000000: want 0 (as trained) to 100000 samples"},
+		{[]string{"train", "--train", train, "--model", "nimgp", "--out", filepath.Join(dir, "n.json"), "--test-samples", "1000000000000"}, "--test-samples 1000000000000: want 1 to 100000 samples"},
+	}
+	for _, c := range cases {
+		code, _, e := runWithin(t, context.Background(), time.Minute, c.args...)
+		if code == 0 || !strings.Contains(e, c.want) {
+			t.Errorf("gpc %s: exit %d, stderr %q\nwant %q", strings.Join(c.args, " "), code, e, c.want)
+		}
+	}
+	if have, ok := models.MachineMemory(); ok && have < 1<<40 {
+		// MNIST's 784 features at the row limit need far more than 1 TiB.
+		code, _, e := runWithin(t, context.Background(), time.Minute, "bench", "--model", "mgp", "--config", "mnist", "--n", "10000000")
+		if code == 0 || !strings.Contains(e, "--n 10000000: 10000000 rows of 784 features need about") {
+			t.Errorf("bench beyond memory: exit %d, stderr %q", code, e)
+		}
 	}
 }

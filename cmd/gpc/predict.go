@@ -64,8 +64,8 @@ as it was.`)
 		return nil, usagef("--input FILE.csv is required")
 	case a.out == "":
 		return nil, usagef("--out PROBS.csv is required")
-	case a.samples < 0:
-		return nil, usagef("--test-samples %d must not be negative", a.samples)
+	case a.samples < 0 || a.samples > models.MaxTestSamples:
+		return nil, usagef("--test-samples %d: want 0 (as trained) to %d samples", a.samples, models.MaxTestSamples)
 	}
 	if a.noise, err = parseNoise(noise, false); err != nil {
 		return nil, err

@@ -222,8 +222,8 @@ adadelta) checkpoints.`)
 		return nil, usagef("--lr %g: the learning rate must be positive and finite", *lr)
 	case *degree < 1:
 		return nil, usagef("--degree %d: the polynomial degree must be at least 1", *degree)
-	case *samples < 1:
-		return nil, usagef("--test-samples %d: need at least 1 sample", *samples)
+	case *samples < 1 || *samples > models.MaxTestSamples:
+		return nil, usagef("--test-samples %d: want 1 to %d samples", *samples, models.MaxTestSamples)
 	case a.checkpointEvery < 0:
 		return nil, usagef("--checkpoint-every %v: the interval must not be negative", a.checkpointEvery)
 	}
