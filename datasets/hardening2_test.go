@@ -3,10 +3,12 @@
 package datasets
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,5 +147,88 @@ func TestCheckWritableBeforeWork(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("the checks left files: %v", entries)
+	}
+}
+
+// endlessLine yields n bytes of "1," and then "0\n" without holding them.
+type endlessLine struct{ n int }
+
+func (e *endlessLine) Read(p []byte) (int, error) {
+	if e.n <= 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), e.n)
+	for i := range k {
+		p[i] = "1,"[i%2]
+	}
+	e.n -= k
+	if e.n == 0 && k < len(p) {
+		p[k] = '\n'
+		k++
+	}
+	return k, nil
+}
+
+// Class 5: a line of hundreds of megabytes is refused after the line cap
+// with bounded memory (encoding/csv buffered it whole: a 300 MB line of
+// one-character cells allocated gigabytes), in every text reader.
+func TestReadersCapLines(t *testing.T) {
+	const size = 300 << 20
+	readers := map[string]func(r io.Reader) error{
+		"csv":    func(r io.Reader) error { _, err := readCSV(r, "big.csv", CSVOptions{}); return err },
+		"noise":  func(r io.Reader) error { _, err := readNoiseCSV(r, "big.csv", 1, 2); return err },
+		"libsvm": func(r io.Reader) error { _, err := readLIBSVM(r, "big.libsvm", 0); return err },
+		"whitespace": func(r io.Reader) error {
+			_, _, _, _, err := readWhitespaceTable(r, "big.txt")
+			return err
+		},
+	}
+	for name, read := range readers {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			err := read(&endlessLine{n: size})
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), ":1: the line is longer than 4 MiB") {
+				t.Errorf("got %v", err)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 8*MaxLineBytes {
+				t.Errorf("reading allocated %d MiB", grew>>20)
+			}
+		})
+	}
+}
+
+// Class 5: an error quotes a short excerpt of a bad cell, never the cell.
+func TestErrorsQuoteExcerpts(t *testing.T) {
+	cell := strings.Repeat("x", 1<<20)
+	_, err := readCSV(strings.NewReader("1,2,0\n3,"+cell+",1\n"), "bad.csv", CSVOptions{})
+	if err == nil || len(err.Error()) > 200 || !strings.Contains(err.Error(), `bad.csv:2:2: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… (1048576 bytes)" is not a number`) {
+		t.Errorf("got %.300v", err)
+	}
+}
+
+// The cap is on a line's content: a line of exactly max bytes (with or
+// without its newline) passes whole, one byte more fails on its line.
+func TestLineCapBoundary(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want string
+		err  bool
+	}{
+		{"abcd\nef\n", "abcd\nef\n", false},
+		{"abcd", "abcd", false},
+		{"ab\nabcde\n", "ab\n", true},
+		{"abcde", "", true},
+	} {
+		b, err := io.ReadAll(newLineCapReader(strings.NewReader(c.in), 4))
+		var long *LineTooLongError
+		if string(b) != c.want || errors.As(err, &long) != c.err {
+			t.Errorf("%q: read %q, %v", c.in, b, err)
+		}
+		if c.err && long.Line != strings.Count(c.want, "\n")+1 {
+			t.Errorf("%q: error on line %d", c.in, long.Line)
+		}
 	}
 }

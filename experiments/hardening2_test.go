@@ -59,3 +59,16 @@ func TestDryRunOfLargeGridIsQuick(t *testing.T) {
 		t.Errorf("--dry-run took %v", d)
 	}
 }
+
+// Class 5: a spec file of many megabytes is refused without being read
+// whole.
+func TestLoadSpecCapsSize(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "huge.yaml")
+	if err := os.WriteFile(p, []byte(miniSpec+"# "+strings.Repeat("x", 2<<20)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadSpec(p)
+	if err == nil || err.Error() != p+": a spec is at most 1024 KiB; this file is larger (is it a spec?)" {
+		t.Errorf("got %.200v", err)
+	}
+}
