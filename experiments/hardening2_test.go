@@ -72,3 +72,68 @@ func TestLoadSpecCapsSize(t *testing.T) {
 		t.Errorf("got %.200v", err)
 	}
 }
+
+// Class 7: a results line repeating a run's key with other numbers is
+// reported (the first result kept), not dropped silently; a repeat with
+// the same numbers but other timings is no conflict.
+func TestStoreReportsConflictingRepeats(t *testing.T) {
+	dir := t.TempDir()
+	lines := `{"key":"k1","error":0.1,"nll":0.3,"seconds":2}
+{"key":"k2","error":0.2,"nll":0.4,"seconds":1}
+{"key":"k1","error":0.1,"nll":0.3,"seconds":5}
+{"key":"k2","error":0.25,"nll":0.4,"seconds":1}
+`
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := st.warnings()
+	want := "warning: " + filepath.Join(dir, "results.jsonl") + ":4: run k2 is recorded again with different numbers (error 0.25 and NLL 0.4, against 0.2 and 0.4); the result of " + filepath.Join(dir, "results.jsonl") + ":2 is kept"
+	if len(w) != 1 || w[0] != want {
+		t.Errorf("warnings %q\nwant [%q]", w, want)
+	}
+	if r := st.done["k2"]; r.Error != 0.2 {
+		t.Errorf("kept error %v, want the first 0.2", r.Error)
+	}
+}
+
+// Class 7: a run that fails on its data (a training split of one class)
+// is not followed by advice to rerun, which would fail the same way.
+func TestNoRetryAdviceForPermanentFailure(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.NewReplacer(
+		"splits: 3, n_train: 10, n_test: 10", "splits: 1, n_train: 1, n_test: 10",
+		"  - {name: b, noise: 0.2}\n", "",
+		"  - {name: NIMGP, kind: nimgp}\n", "",
+		`values: ["1±0.1", "2"]`, `values: ["1±0.1"]`,
+	).Replace(miniSpec)
+	sp := filepath.Join(dir, "one.yaml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	if code := Main([]string{"run", sp, "--out", filepath.Join(dir, "out")}, &o, &e); code == 0 {
+		t.Fatalf("a single-class run succeeded:\n%s%s", o.String(), e.String())
+	}
+	if strings.Contains(e.String(), "rerun the same command to retry") || !strings.Contains(e.String(), "1 of 1 runs failed on their data or settings, which rerunning gives again") {
+		t.Errorf("stderr:\n%s", e.String())
+	}
+}
+
+// Class 7: a data-set name that a family with one data set would ignore
+// is refused, naming the entry.
+func TestGeneratedFamilyRefusesOtherNames(t *testing.T) {
+	for _, c := range []struct{ family, name string }{{"toy1d", "glass"}, {"synthetic", "toy"}} {
+		spec := strings.NewReplacer("family: toy1d", "family: "+c.family, "datasets: [toy]", "datasets: ["+c.name+"]").Replace(miniSpec)
+		_, err := ParseSpec("mini.yaml", []byte(spec))
+		if err == nil || !strings.Contains(err.Error(), "mini.yaml:5:") || !strings.Contains(err.Error(), "would ignore the name") {
+			t.Errorf("%s with %s: %v", c.family, c.name, err)
+		}
+	}
+	if _, err := ParseSpec("mini.yaml", []byte(miniSpec)); err != nil {
+		t.Errorf("toy1d with toy: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/layers/inputs"
 	"github.com/gpc-dev/gpc/models"
 )
 
@@ -97,6 +98,9 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if _, ok := m.Inputs().(inputs.Sampler); a.samples > 0 && !ok {
+		return usagef("--test-samples: model %s does not sample its test inputs and would ignore it (only nimgp and nimgp-nn do)", m.Name())
+	}
 	if a.samples > 0 {
 		if err := m.SetTestSamples(a.samples); err != nil {
 			return usagef("--test-samples: %v", err)
@@ -130,6 +134,10 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		for i := range noise {
 			noise[i] = a.noise.value
 		}
+	}
+	if noise != nil && m.InputNoise() == nil {
+		// After the file's own checks, which hold for any model.
+		return usagef("--input-noise: model %s has no input-noise part (it takes its inputs as observed) and would ignore the variances; drop the flag", m.Name())
 	}
 	probs, err := m.PredictContext(ctx, ds.X, ds.N, noise)
 	if err != nil {
