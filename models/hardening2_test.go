@@ -219,3 +219,35 @@ func TestFitRefusesBeyondMachineMemory(t *testing.T) {
 		t.Errorf("Fit: %v", err)
 	}
 }
+
+// Class 1: the size gpc train checks room for before training is of the
+// order of the file Save writes (not below it, within a small factor).
+func TestSavedSizeEstimate(t *testing.T) {
+	for _, preset := range []string{"mgp", "nimgp-nn", "svgp", "ep"} {
+		o := withNoise(opts(preset, 20, 1, 50, 2), 0.1, false)
+		o.Inputs.Hidden = []int{8}
+		m, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := 3
+		if cc, ok := m.Likelihood().(interface{ Classes() int }); ok {
+			c = cc.Classes()
+		}
+		ds := syntheticSet(60, 4, c, 8)
+		if err := m.Fit(context.Background(), ds, FitConfig{Warnings: io.Discard}); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "m.json")
+		if err := m.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if est := m.SavedSizeEstimate(ds.N, ds.D, ds.C); est < st.Size() || est > 20*st.Size() {
+			t.Errorf("%s: estimate %d bytes for a file of %d", preset, est, st.Size())
+		}
+	}
+}

@@ -228,3 +228,19 @@ func MachineMemory() (uint64, bool) {
 	}
 	return total, true
 }
+
+// SavedSizeEstimate is about the bytes Save will write for a model fitted
+// on n rows of d features and c classes: per latent function M inducing
+// inputs, q(u)'s mean and a full M×M factor, at about 24 bytes a number in
+// JSON. gpc train checks its output has room for it before training.
+func (m *Model) SavedSizeEstimate(n, d, c int) int64 {
+	M := int64(m.inducing(n))
+	latent := int64(m.lik.Latent(c))
+	values := latent*(M*int64(d)+M+M*M) + 2*int64(d)
+	for _, h := range m.Opts.Inputs.Hidden {
+		if m.Opts.Inputs.Model == "amortised" {
+			values += 2 * int64(h) * int64(d+1)
+		}
+	}
+	return 24*values + 4096
+}

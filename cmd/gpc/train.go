@@ -299,6 +299,11 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if ds.C < 2 {
 		return fmt.Errorf("%s: every label is 0; a classifier needs at least two classes", a.train)
 	}
+	// With the data's size known, so is the model file's, roughly: a file
+	// system without room for it is found before training, not after.
+	if err := datasets.CheckWritableSize(a.out, a.model.SavedSizeEstimate(ds.N, ds.D, ds.C)); err != nil {
+		return err
+	}
 	// Every class 0..C−1 must have rows: a gap in the labels, a file of one
 	// class, or a stray label of 1000000 (a million latent functions) is
 	// refused here, naming the classes.
