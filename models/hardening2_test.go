@@ -251,3 +251,25 @@ func TestSavedSizeEstimate(t *testing.T) {
 		}
 	}
 }
+
+// Class 6: inputs of ±1e308 (finite, but their squares overflow) train
+// into a model that saves and loads: the standardisation is computed
+// without overflow, and nothing non-finite reaches the file.
+func TestExtremeInputsSave(t *testing.T) {
+	for _, preset := range []string{"mgp", "svgp", "ep"} {
+		t.Run(preset, func(t *testing.T) {
+			ds := scaledBlobs(30, 1, 4)
+			ds.X[0], ds.X[1], ds.X[2], ds.X[3] = 1e308, -1e308, -1.7e308, 1.7e308
+			o := opts(preset, 5, 2, 30, 1)
+			o.Inputs.Standardize = true
+			m, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Fit(context.Background(), ds, FitConfig{Warnings: io.Discard}); err != nil {
+				t.Fatal(err)
+			}
+			saveLoad(t, m, scaledBlobs(6, 1, 5))
+		})
+	}
+}
