@@ -168,10 +168,21 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if sn <= 1 && len(files) == 0 {
 			return 0
 		}
+		if sn > 1 {
+			n := 0
+			eachRun(rs, func(r Run) {
+				if r.shard(sn) == si {
+					n++
+				}
+			})
+			fmt.Fprintf(stdout, "shard %d/%d: %d of them\n", si, sn, n)
+		}
+		if len(files) == 0 {
+			return 0
+		}
 		runs := Expand(rs)
 		if sn > 1 {
 			runs = slices.DeleteFunc(runs, func(r Run) bool { return r.shard(sn) != si })
-			fmt.Fprintf(stdout, "shard %d/%d: %d of them\n", si, sn, len(runs))
 		}
 		// Read only: the results files of runners under way are not locked.
 		if len(files) > 0 {

@@ -270,6 +270,13 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 // finish close together and partial results are comparable early.
 func Expand(s *Spec) []Run {
 	var runs []Run
+	eachRun(s, func(r Run) { runs = append(runs, r) })
+	return runs
+}
+
+// eachRun calls fn with the runs of Expand in its order, holding none of
+// them: counting a shard of a large grid needs no list of it.
+func eachRun(s *Spec, fn func(Run)) {
 	first := map[string]string{} // fit identity → the first run's key
 	// The budget and hashes of a (setting, method) pair do not depend on
 	// the data set or split: computed once per pair, not per run (at the
@@ -305,12 +312,11 @@ func Expand(s *Spec) []Run {
 							first[fit] = r.Key
 						}
 					}
-					runs = append(runs, r)
+					fn(r)
 				}
 			}
 		}
 	}
-	return runs
 }
 
 // twinFamilies are the families whose runs never read a setting's name

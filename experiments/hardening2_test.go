@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,5 +136,39 @@ func TestGeneratedFamilyRefusesOtherNames(t *testing.T) {
 	}
 	if _, err := ParseSpec("mini.yaml", []byte(miniSpec)); err != nil {
 		t.Errorf("toy1d with toy: %v", err)
+	}
+}
+
+// Class 4: --dry-run --shard counts a shard's runs without listing the
+// grid; the counts are those of the runs Execute would give each shard.
+func TestDryRunShardCounts(t *testing.T) {
+	dir := t.TempDir()
+	sp := filepath.Join(dir, "mini.yaml")
+	if err := os.WriteFile(sp, []byte(strings.Replace(miniSpec, "splits: 3,", "splits: 40,", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := LoadSpec(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Resolve(spec, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := Expand(rs)
+	for i := 1; i <= 3; i++ {
+		want := 0
+		for _, r := range runs {
+			if r.shard(3) == i {
+				want++
+			}
+		}
+		var o, e bytes.Buffer
+		if code := Main([]string{"run", sp, "--dry-run", "--shard", fmt.Sprintf("%d/3", i), "--out", filepath.Join(dir, "out")}, &o, &e); code != 0 {
+			t.Fatalf("exit %d: %s", code, e.String())
+		}
+		if line := fmt.Sprintf("shard %d/3: %d of them\n", i, want); !strings.Contains(o.String(), line) {
+			t.Errorf("stdout %q lacks %q", o.String(), line)
+		}
 	}
 }
