@@ -1,7 +1,6 @@
 package datasets
 
 import (
-	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -81,7 +80,7 @@ func ReadCSVLines(path string, opt CSVOptions) (*Dataset, []int, error) {
 }
 
 func newCSVReader(r io.Reader) *csv.Reader {
-	cr := csv.NewReader(bufio.NewReaderSize(r, 1<<16))
+	cr := csv.NewReader(newLineCapReader(r, MaxLineBytes))
 	cr.FieldsPerRecord = -1 // ragged rows are reported by us, with expected vs got
 	cr.TrimLeadingSpace = true
 	cr.ReuseRecord = true
@@ -92,6 +91,10 @@ func newCSVReader(r io.Reader) *csv.Reader {
 // reports byte columns, which we mention in the message since our Column
 // field means "field index".
 func csvReadErr(path string, err error) error {
+	var long *LineTooLongError
+	if errors.As(err, &long) {
+		return perr(path, long.Line, 0, "", "the line is longer than %d MiB, the limit of a line", MaxLineBytes>>20)
+	}
 	var ce *csv.ParseError
 	if errors.As(err, &ce) {
 		return perr(path, ce.Line, 0, "", "malformed CSV at byte column %d: %v", ce.Column, ce.Err)

@@ -1,7 +1,6 @@
 package datasets
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -257,8 +256,7 @@ func readDelgadoFile(dataDir, rel string) (*delgadoTable, error) {
 // readDelgado parses one _R.dat file: the header "\tf1\t…\tfD\tclase",
 // then rows of D+2 TAB-separated fields (row number, inputs, class).
 func readDelgado(r io.Reader, path string) (*delgadoTable, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<16), 1<<26)
+	sc := newLineScanner(r)
 	t := &delgadoTable{path: path}
 	line := 0
 	var fields int
@@ -307,10 +305,7 @@ func readDelgado(r io.Reader, path string) (*delgadoTable, error) {
 		t.n++
 	}
 	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, perr(path, line+1, 0, "", "line longer than 64 MiB")
-		}
-		return nil, fmt.Errorf("datasets: reading %s after line %d: %w", path, line, err)
+		return nil, scanErr(path, line, err)
 	}
 	switch {
 	case line == 0:

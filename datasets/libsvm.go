@@ -1,9 +1,7 @@
 package datasets
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"os"
@@ -48,8 +46,7 @@ func readLIBSVM(r io.Reader, path string, dim int) (*Dataset, error) {
 		rows      [][]entry
 		maxIdx    int
 	)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<16), 1<<30)
+	sc := newLineScanner(r)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -107,7 +104,7 @@ func readLIBSVM(r io.Reader, path string, dim int) (*Dataset, error) {
 		rows = append(rows, row)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", path, line+1, err)
+		return nil, scanErr(path, line, err)
 	}
 	if len(rows) == 0 {
 		return nil, perr(path, 0, 0, "", "file has no data lines (expected \"label index:value …\")")

@@ -381,30 +381,19 @@ func extractMNIST(tgz, dest string, stdout io.Writer) error {
 // writeVerified streams src into dst via a temporary file, renaming it into
 // place only if its md5 equals wantMD5.
 func writeVerified(dst string, src io.Reader, wantMD5 string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(dst), filepath.Base(dst)+".part-*")
+	af, err := CreateAtomic(dst)
 	if err != nil {
 		return err
 	}
+	defer af.Abort()
 	h := md5.New()
-	_, err = io.Copy(io.MultiWriter(tmp, h), src)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if _, err := io.Copy(io.MultiWriter(af.File, h), src); err != nil {
 		return fmt.Errorf("datasets: writing %s: %w", dst, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != wantMD5 {
-		os.Remove(tmp.Name())
 		return fmt.Errorf("datasets: %s: md5 mismatch: got %s, want %s", filepath.Base(dst), got, wantMD5)
 	}
-	// CreateTemp makes the file private (0600); data files are meant to be
-	// readable like any other download.
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	return af.Commit()
 }
 
 // verifyAllMNIST checks that the four raw idx files exist in dir with the

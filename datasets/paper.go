@@ -1,7 +1,6 @@
 package datasets
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -16,8 +15,7 @@ import (
 // are skipped. It returns the values row-major, the row count, the column
 // count and the physical line number of each row (for later error messages).
 func readWhitespaceTable(r io.Reader, path string) (vals []float64, rows, cols int, lines []int, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<16), 1<<28)
+	sc := newLineScanner(r)
 	cols = -1
 	line := 0
 	for sc.Scan() {
@@ -43,7 +41,7 @@ func readWhitespaceTable(r io.Reader, path string) (vals []float64, rows, cols i
 		rows++
 	}
 	if err := sc.Err(); err != nil {
-		return nil, 0, 0, nil, fmt.Errorf("%s:%d: %w", path, line+1, err)
+		return nil, 0, 0, nil, scanErr(path, line, err)
 	}
 	if rows == 0 {
 		return nil, 0, 0, nil, perr(path, 0, 0, "", "file is empty")

@@ -74,8 +74,9 @@ type RowStore struct {
 // never to hold all rows at once. They are stored in the header so every
 // later reader standardises with the same numbers without a second pass.
 //
-// The rows go to a uniquely named temporary file in out's directory that is
-// synced and renamed to out only when everything succeeded, so out is
+// The rows go to a uniquely named temporary file in out's directory
+// (CreateAtomic) that is synced and renamed to out only when everything
+// succeeded, so out is
 // either absent, the old file, or complete — never a partial store that
 // OpenRowStore would have to detect. (A unique name rather than a fixed
 // out+".tmp" because two experiment processes may build the same cache at
@@ -88,17 +89,12 @@ type RowStore struct {
 // features for every row, and labels must be non-negative; C is max label
 // + 1.
 func BuildRowStore(src io.Reader, name string, parse func(line int, fields []string) (x []float64, y int, err error), out string, isTest func(row int) bool) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".*.tmp")
+	af, err := CreateAtomic(out)
 	if err != nil {
 		return fmt.Errorf("datasets: building row store %s from %s: %w", out, name, err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+	defer af.Abort()
+	f := af.File
 	ioErr := func(err error) error {
 		return fmt.Errorf("datasets: building row store %s from %s: %w", out, name, err)
 	}
@@ -213,25 +209,8 @@ func BuildRowStore(src io.Reader, name string, parse func(line int, fields []str
 	if _, err := f.WriteAt(hdr, 0); err != nil {
 		return ioErr(err)
 	}
-	// CreateTemp makes the file private (0600); a cache is as shareable as
-	// the data it was built from.
-	if err := f.Chmod(0o644); err != nil {
+	if err := af.Commit(); err != nil {
 		return ioErr(err)
-	}
-	if err := f.Sync(); err != nil {
-		return ioErr(err)
-	}
-	if err := f.Close(); err != nil {
-		return ioErr(err)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return ioErr(err)
-	}
-	// Make the rename itself durable; failure here is harmless (at worst
-	// the store is rebuilt after a crash), so it is not reported.
-	if dir, err := os.Open(filepath.Dir(out)); err == nil {
-		dir.Sync()
-		dir.Close()
 	}
 	return nil
 }

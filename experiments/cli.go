@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 const usage = `usage:
@@ -162,7 +163,6 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", pos[0], err)
 		return 1
 	}
-	runs := Expand(rs)
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("out", rs.Name)
@@ -171,14 +171,33 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *dry {
+		// The size is counted, not expanded: Resolve has bounded it by
+		// MaxRuns, but building that many runs takes seconds and memory
+		// that --dry-run, a quick check, should not spend.
 		fmt.Fprintf(stdout, "%s: %d runs = %d data sets × %d settings × %d methods × %d splits (%s)\n",
-			rs.Name, len(runs), len(rs.Datasets), len(rs.Settings), len(rs.Methods), rs.Protocol.Splits, rs.Budget)
+			rs.Name, len(rs.Datasets)*len(rs.Settings)*len(rs.Methods)*rs.Protocol.Splits, len(rs.Datasets), len(rs.Settings), len(rs.Methods), rs.Protocol.Splits, rs.Budget)
+		files, _ := filepath.Glob(filepath.Join(dir, "results*.jsonl"))
+		if sn <= 1 && len(files) == 0 {
+			return 0
+		}
+		if sn > 1 {
+			n := 0
+			eachRun(rs, func(r Run) {
+				if r.shard(sn) == si {
+					n++
+				}
+			})
+			fmt.Fprintf(stdout, "shard %d/%d: %d of them\n", si, sn, n)
+		}
+		if len(files) == 0 {
+			return 0
+		}
+		runs := Expand(rs)
 		if sn > 1 {
 			runs = slices.DeleteFunc(runs, func(r Run) bool { return r.shard(sn) != si })
-			fmt.Fprintf(stdout, "shard %d/%d: %d of them\n", si, sn, len(runs))
 		}
 		// Read only: the results files of runners under way are not locked.
-		if files, _ := filepath.Glob(filepath.Join(dir, "results*.jsonl")); len(files) > 0 {
+		if len(files) > 0 {
 			p, err := ReadProgress(dir, runs)
 			if err != nil {
 				fmt.Fprintf(stderr, "gpc experiment run: %v\n", err)
@@ -208,7 +227,9 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpc experiment run: %v\n", err)
 		return 1
 	}
-	if rerr := Report(dir, *dataDir); rerr != nil {
+	reportStart := time.Now()
+	rerr := Report(dir, *dataDir)
+	if rerr != nil {
 		fmt.Fprintf(stderr, "report: %v\n", rerr)
 		if err == nil {
 			err = rerr
@@ -218,8 +239,15 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sum.Busy > 0 {
 		busy = fmt.Sprintf(", %d left to another runner fitting them", sum.Busy)
 	}
-	fmt.Fprintf(stdout, "%s: %d runs: %d done now, %d skipped (already done), %d failed%s. Report: %s\n",
-		rs.Name, sum.Total, sum.Done, sum.Skipped, sum.Failed, busy, filepath.Join(dir, "report.md"))
+	// A report that failed is not named as if it were there.
+	report := "Report: " + filepath.Join(dir, "report.md")
+	if st, err := os.Stat(filepath.Join(dir, "report.md")); rerr != nil && (err != nil || !st.Mode().IsRegular() || st.ModTime().Before(reportStart.Add(-time.Second))) {
+		report = "No report written (see the error above)"
+	} else if rerr != nil {
+		report += " (incomplete: see the error above)"
+	}
+	fmt.Fprintf(stdout, "%s: %d runs: %d done now, %d skipped (already done), %d failed%s. %s\n",
+		rs.Name, sum.Total, sum.Done, sum.Skipped, sum.Failed, busy, report)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "interrupted: finished runs are saved; rerun the same command to continue")

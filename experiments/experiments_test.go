@@ -96,7 +96,7 @@ func TestStrictYAMLErrorsHaveLines(t *testing.T) {
 		{strings.Replace(miniSpec, "family: toy1d", "family: toys", 1), "mini.yaml:4:"},
 		// lengthscale_scaling: only for the synthetic family, only known rules.
 		{strings.Replace(miniSpec, "{name: b, noise: 0.2}", "{name: b, noise: 0.2, lengthscale_scaling: linear-d}", 1), "mini.yaml:10:48: lengthscale_scaling"},
-		{strings.NewReplacer("family: toy1d", "family: synthetic", "{name: b, noise: 0.2}",
+		{strings.NewReplacer("family: toy1d", "family: synthetic", "datasets: [toy]", "datasets: [synthetic]", "{name: b, noise: 0.2}",
 			"{name: b, noise: 0.2, lengthscale_scaling: cubic}").Replace(miniSpec), "mini.yaml:10:48: lengthscale_scaling \"cubic\""},
 		// A fractional value for a whole-number field (the decoder alone truncates it).
 		{strings.Replace(miniSpec, "epochs: 1,", "epochs: 2.7,", 1), "mini.yaml:7:20: 2.7 must be a whole number"},
@@ -129,7 +129,7 @@ func TestLengthscaleScalingKeys(t *testing.T) {
 	if b, _ := json.Marshal(Setting{Name: "a", D: 5}); strings.Contains(string(b), "lengthscale") {
 		t.Errorf("a setting without lengthscale_scaling hashes a new field: %s", b)
 	}
-	syn := strings.Replace(miniSpec, "family: toy1d", "family: synthetic", 1)
+	syn := strings.NewReplacer("family: toy1d", "family: synthetic", "datasets: [toy]", "datasets: [synthetic]").Replace(miniSpec)
 	plain, err := ParseSpec("mini.yaml", []byte(syn))
 	if err != nil {
 		t.Fatal(err)
@@ -520,7 +520,7 @@ func TestPartialRunsReportWholeGrid(t *testing.T) {
 // sq_lengthscale is part of the key, leaves other keys alone, reaches the
 // generator, and is refused outside the synthetic family or below zero.
 func TestSqLengthscaleSetting(t *testing.T) {
-	syn := strings.NewReplacer("family: toy1d", "family: synthetic", "n_train: 10", "n_train: 200").Replace(miniSpec)
+	syn := strings.NewReplacer("family: toy1d", "family: synthetic", "datasets: [toy]", "datasets: [synthetic]", "n_train: 10", "n_train: 200").Replace(miniSpec)
 	plain, err := ParseSpec("mini.yaml", []byte(syn))
 	if err != nil {
 		t.Fatal(err)

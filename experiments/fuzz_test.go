@@ -18,6 +18,12 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add(strings.Replace(miniSpec, "datasets: [toy]", "datasets: [toy, toy]", 1))
 	f.Add(strings.Replace(miniSpec, "{name: b, noise: 0.2}", "{name: a, noise: 0.2}", 1))
 	f.Add("name: &a x\ntitle: *a\n")
+	// The second round's hostile specs: a grid just under the run limit,
+	// a data-set name a generated family would ignore, a very long value.
+	f.Add(strings.Replace(miniSpec, "splits: 3,", "splits: 249999,", 1))
+	f.Add(strings.Replace(miniSpec, "datasets: [toy]", "datasets: [glass]", 1))
+	f.Add(strings.Replace(miniSpec, "family: toy1d", "family: synthetic", 1))
+	f.Add(strings.Replace(miniSpec, "name: mini", "name: "+strings.Repeat("m", 1<<10), 1))
 	f.Add("")
 	f.Add("- 1\n- 2\n")
 	f.Fuzz(func(t *testing.T, s string) {

@@ -273,30 +273,55 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 // finish close together and partial results are comparable early.
 func Expand(s *Spec) []Run {
 	var runs []Run
+	eachRun(s, func(r Run) { runs = append(runs, r) })
+	return runs
+}
+
+// eachRun calls fn with the runs of Expand in its order, holding none of
+// them: counting a shard of a large grid needs no list of it.
+func eachRun(s *Spec, fn func(Run)) {
 	first := map[string]string{} // fit identity → the first run's key
 	fam, _ := familyOf(s.Family)
 	twin := fam.Twin
+	// The budget and hashes of a (setting, method) pair do not depend on
+	// the data set or split: computed once per pair, not per run (at the
+	// run limit, per run took minutes).
+	type pair struct {
+		b       Budget
+		keyHash string
+		fit     string // the fit's identity but for the data set and split
+	}
+	pairs := make([][]pair, len(s.Settings))
+	for i, st := range s.Settings {
+		pairs[i] = make([]pair, len(s.Methods))
+		for j, m := range s.Methods {
+			b := s.budgetFor(m, st)
+			pairs[i][j] = pair{b: b, keyHash: hashOf(s.Family, st, m.keyView(), b)}
+			if twin {
+				pairs[i][j].fit = hashOf(s.Family, fitSetting(m, st), m.keyView(), b)
+			}
+		}
+	}
 	for _, d := range s.Datasets {
-		for _, st := range s.Settings {
+		for i, st := range s.Settings {
 			for split := range s.Protocol.Splits {
-				for _, m := range s.Methods {
-					b := s.budgetFor(m, st)
-					r := Run{Dataset: d, Setting: st, Method: m, Split: split, Budget: b}
-					r.Key = fmt.Sprintf("%s|%s|%s|%d|%s", d, st.Name, m.Name, split, hashOf(s.Family, st, m.keyView(), b))
+				for j, m := range s.Methods {
+					p := pairs[i][j]
+					r := Run{Dataset: d, Setting: st, Method: m, Split: split, Budget: p.b}
+					r.Key = fmt.Sprintf("%s|%s|%s|%d|%s", d, st.Name, m.Name, split, p.keyHash)
 					if twin {
-						fit := hashOf(s.Family, d, split, fitSetting(m, st), m.keyView(), b)
+						fit := fmt.Sprintf("%s|%s|%d", p.fit, d, split)
 						if k, ok := first[fit]; ok {
 							r.Twin = k
 						} else {
 							first[fit] = r.Key
 						}
 					}
-					runs = append(runs, r)
+					fn(r)
 				}
 			}
 		}
 	}
-	return runs
 }
 
 // fitSetting is the part of a setting that a method's fit reads in a twin

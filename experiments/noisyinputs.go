@@ -50,6 +50,9 @@ func init() {
 			return nil, fmt.Errorf("experiments: model %s is the generator's own classifier: only the toy1d and synthetic families have one", BayesModel)
 		}},
 		Validate: func(s *Spec) error {
+			if err := checkGeneratedNames(s); err != nil {
+				return err
+			}
 			if s.Family == "toy1d" || s.Family == "synthetic" {
 				return nil
 			}
@@ -108,6 +111,32 @@ func validateActive(s *Spec) error {
 	for i, st := range s.Settings {
 		if st.Selection == "" {
 			return s.errAt([]any{"settings", i}, "active-learning setting %q needs selection: entropy or random", st.Name)
+		}
+	}
+	return nil
+}
+
+// generatedNames are the data-set names of the families whose data do not
+// depend on the name (generated, or one fixed data set): any other name
+// would be ignored, and a spec asking for "glass" in the synthetic family
+// would silently run on synthetic data under that name. The toy problem
+// also answers to "toy".
+var generatedNames = map[string][]string{
+	"toy1d":     {"toy1d", "toy"},
+	"synthetic": {"synthetic"},
+	"mnist":     {"mnist"},
+	"astro":     {"astro"},
+}
+
+// checkGeneratedNames refuses a data-set name its family would ignore.
+func checkGeneratedNames(s *Spec) error {
+	known, ok := generatedNames[s.Family]
+	if !ok {
+		return nil
+	}
+	for i, d := range s.Datasets {
+		if !slices.Contains(known, d) {
+			return s.errAt([]any{"datasets", i}, "data set %q: family %s has one data set, %s, and would ignore the name; use %q", d, s.Family, strings.Join(known, " or "), known[0])
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -72,15 +73,10 @@ func (rp *Reporter) savePanels(name string, panels [][]*plot.Plot, w, h vg.Lengt
 			}
 		}
 	}
-	f, err := os.Create(filepath.Join(rp.dir, name+".png"))
-	if err != nil {
+	return datasets.WriteAtomic(filepath.Join(rp.dir, name+".png"), func(w io.Writer) error {
+		_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w)
 		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	})
 }
 
 // firstCurve returns the split-0 curve of a method kind.

@@ -214,6 +214,11 @@ type store struct {
 	order []string
 	// bad names the lines that could not be read (file:line: reason).
 	bad []string
+	// from is the file:line each kept result was read from, and conflicts
+	// names the later lines of a key whose numbers differ from the kept
+	// result's: two fits of one run that disagree are not dropped silently.
+	from      map[string]string
+	conflicts []string
 	// running holds a channel per run under way, closed when it ends, so
 	// that a twin dispatched while its original runs waits for it.
 	running map[string]chan struct{}
@@ -297,10 +302,18 @@ func (s *store) read(name string) error {
 			s.bad = append(s.bad, fmt.Sprintf("%s:%d: %s", name, line, why))
 			continue
 		}
-		if _, dup := s.done[r.Key]; !dup {
-			s.order = append(s.order, r.Key)
-			s.done[r.Key] = r
+		if kept, dup := s.done[r.Key]; dup {
+			if d := scoreDifference(kept, r); d != "" {
+				s.conflicts = append(s.conflicts, fmt.Sprintf("%s:%d: run %s is recorded again with different numbers (%s); the result of %s is kept", name, line, r.Key, d, s.from[r.Key]))
+			}
+			continue
 		}
+		s.order = append(s.order, r.Key)
+		s.done[r.Key] = r
+		if s.from == nil {
+			s.from = map[string]string{}
+		}
+		s.from[r.Key] = fmt.Sprintf("%s:%d", name, line)
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s: line %d: %w", name, line+1, err)
@@ -366,9 +379,34 @@ func (s *store) readNew(name string) {
 	}
 }
 
-// warnings describes the unreadable lines, at most five of them.
+// scoreDifference describes how b's numbers differ from a's, or is ""
+// when they agree but for the timings, which differ between any two fits.
+func scoreDifference(a, b Result) string {
+	if a.Error != b.Error || a.NLL != b.NLL {
+		return fmt.Sprintf("error %v and NLL %v, against %v and %v", b.Error, b.NLL, a.Error, a.NLL)
+	}
+	for _, r := range []*Result{&a, &b} {
+		r.Seconds, r.CPUSeconds, r.SecondsPerEpoch = 0, 0, 0
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) {
+		return "the same error and NLL but other fields differ"
+	}
+	return ""
+}
+
+// warnings describes the unreadable lines and the conflicting repeats of
+// a run, at most five of each.
 func (s *store) warnings() []string {
 	var out []string
+	for i, c := range s.conflicts {
+		if i == 5 {
+			out = append(out, fmt.Sprintf("warning: %d more results recorded again with different numbers", len(s.conflicts)-5))
+			break
+		}
+		out = append(out, "warning: "+c)
+	}
 	for i, b := range s.bad {
 		if i == 5 {
 			out = append(out, fmt.Sprintf("warning: %d more unreadable result lines", len(s.bad)-5))
@@ -591,6 +629,7 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
+	permanent := 0 // failures a rerun gives again
 	var cores coreShare
 	defer cores.close()
 	for range max(1, cfg.Workers) {
@@ -654,6 +693,9 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 				if err != nil {
 					if ctx.Err() == nil {
 						sum.Failed++
+						if !retryable(err) {
+							permanent++
+						}
 						if firstErr == nil {
 							firstErr = fmt.Errorf("run %s: %w", r.Key, err)
 						}
@@ -688,10 +730,27 @@ dispatch:
 	if ctx.Err() != nil {
 		return sum, ctx.Err()
 	}
-	if sum.Failed > 0 {
+	switch {
+	case sum.Failed > 0 && permanent == sum.Failed:
+		return sum, fmt.Errorf("%d of %d runs failed on their data or settings, which rerunning gives again (first: %w)", sum.Failed, len(todo), firstErr)
+	case permanent > 0:
+		return sum, fmt.Errorf("%d of %d runs failed, %d of them on their data or settings, which rerunning gives again; rerun the same command to retry the other %d (first: %w)", sum.Failed, len(todo), permanent, sum.Failed-permanent, firstErr)
+	case sum.Failed > 0:
 		return sum, fmt.Errorf("%d of %d runs failed; rerun the same command to retry them (first: %w)", sum.Failed, len(todo), firstErr)
 	}
 	return sum, nil
+}
+
+// retryable says whether a failed run might succeed when run again: not
+// when its split lacks classes, its sizes exceed the machine's memory or
+// its data do not parse, which a rerun meets identically.
+func retryable(err error) bool {
+	var (
+		empty *datasets.EmptyClassError
+		mem   *models.MemoryError
+		parse *datasets.ParseError
+	)
+	return !errors.As(err, &empty) && !errors.As(err, &mem) && !errors.As(err, &parse)
 }
 
 // coreShare gives each fit one core while there are at least as many fits

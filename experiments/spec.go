@@ -34,6 +34,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"reflect"
@@ -358,12 +359,26 @@ func (e *SpecError) Error() string {
 
 // LoadSpec reads and validates a spec file.
 func LoadSpec(path string) (*Spec, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	// Read at most one byte past the limit: a huge file is refused
+	// without being held.
+	b, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > MaxSpecBytes {
+		return nil, fmt.Errorf("%s: a spec is at most %d KiB; this file is larger (is it a spec?)", path, MaxSpecBytes>>10)
+	}
 	return ParseSpec(path, b)
 }
+
+// MaxSpecBytes bounds a spec file: the papers' largest spec is a few
+// kilobytes.
+const MaxSpecBytes = 1 << 20
 
 // ParseSpec decodes a spec strictly (unknown keys are errors with their
 // line) and validates it (semantic errors carry the offending node's line).

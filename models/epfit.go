@@ -275,6 +275,9 @@ func (o *epObjective) Step(solvers.Batch) (float64, [][]float64, error) {
 	if c := o.cfg.Context; c != nil && c.Err() != nil {
 		return 0, nil, c.Err()
 	}
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return 0, nil, err
+	}
 	if err != nil && !errors.Is(err, ep.ErrNotConverged) {
 		// A failed factorisation leaves the sites unusable; restart them.
 		o.sites = ep.NewSites(o.n)

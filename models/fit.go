@@ -77,6 +77,9 @@ func (m *Model) Fit(ctx context.Context, train *datasets.Dataset, cfg FitConfig)
 	if err := checkTrainingClasses(train); err != nil {
 		return err
 	}
+	if err := m.checkMemory(train.N, train.D, train.C); err != nil {
+		return err
+	}
 	if err := m.checkCheckpoint(cfg.Checkpoint); err != nil {
 		return err
 	}

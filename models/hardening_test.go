@@ -224,7 +224,8 @@ func TestPredictContextInterrupted(t *testing.T) {
 	if err := m.Fit(context.Background(), train, FitConfig{Warnings: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.SetTestSamples(2_000_000_000); err != nil {
+	// The limit: minutes of sampling.
+	if err := m.SetTestSamples(MaxTestSamples); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

@@ -59,6 +59,9 @@ func New(opts Options) (*Model, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if err := validateLimits(opts); err != nil {
+		return nil, err
+	}
 	m := &Model{Opts: opts}
 	if m.lik, err = m.newLikelihood(); err != nil {
 		return nil, err

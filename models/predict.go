@@ -286,8 +286,8 @@ func (m *Model) averageMeans(ctx context.Context, pg *testGraph) ([]float64, err
 // predictions average over, for input models that sample them; for others
 // it does nothing (their predictions are closed form).
 func (m *Model) SetTestSamples(n int) error {
-	if n < 1 {
-		return fmt.Errorf("models: %d test samples", n)
+	if n < 1 || n > MaxTestSamples {
+		return fmt.Errorf("models: %d test samples (want 1 to %d)", n, MaxTestSamples)
 	}
 	m.Opts.Inputs.TestSamples = n
 	if s, ok := m.inputs.(inputs.Sampler); ok {

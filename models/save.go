@@ -66,6 +66,9 @@ func (m *Model) Save(path string) error {
 	if m.post == nil {
 		return errors.New("models: cannot save an untrained model")
 	}
+	if err := m.checkSaveable(); err != nil {
+		return fmt.Errorf("models: cannot save %s: %w", path, err)
+	}
 	opts, err := json.Marshal(m.Opts)
 	if err != nil {
 		return fmt.Errorf("models: saving %s: %w", path, err)
@@ -162,15 +165,25 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 		total += len(p.Data)
 	}
 	fits := func(a, b int) bool { return a >= 1 && b >= 1 && b <= total/a }
+	// Only an amortised input model stores its networks; every other
+	// model carries the default hidden size without using it.
 	hiddenOK := true
-	for _, h := range m.Opts.Inputs.Hidden {
-		hiddenOK = hiddenOK && fits(h, 1)
+	if m.Opts.Inputs.Model == "amortised" {
+		for _, h := range m.Opts.Inputs.Hidden {
+			hiddenOK = hiddenOK && fits(h, 1)
+		}
+	}
+	if s.N > MaxSavedRows {
+		return nil, fmt.Errorf("models: %s: n = %d training rows exceeds the limit of %d", path, s.N, int64(MaxSavedRows))
 	}
 	if s.D < 1 || s.C < 2 || s.M < 1 || s.N < 1 || !fits(s.D, s.M) || !fits(s.M, s.M) || !fits(s.C, s.M) || !hiddenOK {
 		return nil, fmt.Errorf("models: %s: invalid sizes d=%d c=%d m=%d n=%d for the %d parameter values stored", path, s.D, s.C, s.M, s.N, total)
 	}
 	if err := m.allocate(s.D, s.C, s.N, s.M); err != nil {
 		return nil, fmt.Errorf("models: %s: %w", path, err)
+	}
+	if err := checkSavedParams(path, s.Params, m.params()); err != nil {
+		return nil, err
 	}
 	byName := map[string]savedParam{}
 	for _, p := range s.Params {
@@ -194,8 +207,8 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 			return nil, fmt.Errorf("models: %s: parameter %q has %d values, want %d", path, p.Name, len(sp.Data), len(p.Data))
 		}
 		for i, v := range sp.Data {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("models: %s: parameter %q element %d is %v", path, p.Name, i, v)
+			if err := checkParamValue(path, p, i, v); err != nil {
+				return nil, err
 			}
 		}
 		copy(p.Data, sp.Data)
@@ -234,8 +247,8 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 			return nil, fmt.Errorf("models: %s: the input standardisation has %d means and %d scales for %d features", path, len(sc.Mean), len(sc.Scale), s.D)
 		}
 		for j := range sc.Mean {
-			if !finite(sc.Mean[j]) || !finite(sc.Scale[j]) || !(sc.Scale[j] > 0) {
-				return nil, fmt.Errorf("models: %s: the input standardisation of column %d (mean %v, scale %v) is not a finite mean and a positive finite scale", path, j+1, sc.Mean[j], sc.Scale[j])
+			if err := checkScale(path, j, sc.Mean[j], sc.Scale[j]); err != nil {
+				return nil, err
 			}
 		}
 		m.scaler = &datasets.Scaler{Mean: sc.Mean, Scale: sc.Scale}

@@ -42,10 +42,27 @@ type Config struct {
 	// (O(N³) per sweep with no rank-one updates); the default is R&W's
 	// sequential schedule.
 	Parallel bool
-	// Context, if set, is checked at every sweep: a run stops with its
-	// error once it is cancelled (a setting of the run, like the rest,
-	// so that callers without one need not pass it).
+	// Context, when set, stops a run between site updates with an error
+	// wrapping its error: a run is one evaluation of the evidence for an
+	// optimiser, and a sweep over thousands of sites takes seconds, too
+	// long to wait for after SIGTERM.
 	Context context.Context
+}
+
+// stopEvery is how many site updates pass between checks of the context:
+// each costs O(N) to O(N²), far more than a check.
+const stopEvery = 16
+
+// stopped returns the context's error, if the run has one that ended.
+func (c Config) stopped() error {
+	if c.Context == nil {
+		return nil
+	}
+	if err := c.Context.Err(); err != nil {
+		return fmt.Errorf("ep: stopped: %w", err)
+	}
+	return nil
+
 }
 
 // cancelled returns the error of the run's context, if it has one and it
@@ -126,6 +143,11 @@ func Run(K *mat.SymDense, y []float64, lik Tilted, sites *Sites, cfg Config) (*R
 		var change float64
 		oldTau, oldNu := append([]float64(nil), sites.Tau...), append([]float64(nil), sites.Nu...)
 		for i := 0; i < n; i++ {
+			if i%stopEvery == 0 {
+				if err := cfg.stopped(); err != nil {
+					return nil, err
+				}
+			}
 			sii := sigma.At(i, i)
 			tauC := 1/sii - oldTauOr(sites, oldTau, i, cfg.Parallel)
 			nuC := mu[i]/sii - oldNuOr(sites, oldNu, i, cfg.Parallel)

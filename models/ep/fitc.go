@@ -191,12 +191,20 @@ func RunFITC(p LowRank, y []float64, lik Tilted, sites *Sites, cfg Config) (*Res
 			return nil, err
 		}
 		var change float64
+		if err := cfg.stopped(); err != nil {
+			return nil, err
+		}
 		if cfg.Parallel {
 			for i := 0; i < n; i++ {
 				mu[i], vr[i] = f.marginal(i, sites)
 			}
 		}
 		for i := 0; i < n; i++ {
+			if i%stopEvery == 0 {
+				if err := cfg.stopped(); err != nil {
+					return nil, err
+				}
+			}
 			var mi, vi float64
 			if cfg.Parallel {
 				mi, vi = mu[i], vr[i]

@@ -92,6 +92,16 @@ time includes any wait for a core).`)
 		if *n < cfg.B {
 			return usagef("--n %d: fewer rows than the batch of %d", *n, cfg.B)
 		}
+		if *n > maxBenchRows {
+			return usagef("--n %d exceeds the limit of %d rows", *n, maxBenchRows)
+		}
+		// The random inputs and NIMGP's table of q(x_i) (means, variances
+		// and their Adam moments) are n×d each, for every class count.
+		if have, ok := models.MachineMemory(); ok {
+			if need := uint64(*n) * uint64(cfg.D) * 8 * 8; need > have {
+				return usagef("--n %d: %d rows of %d features need about %.1f GiB, more than this machine's %.1f GiB", *n, *n, cfg.D, float64(need)/(1<<30), float64(have)/(1<<30))
+			}
+		}
 		cfg.N = *n
 	}
 	if *warmup < 1 {
@@ -102,7 +112,10 @@ time includes any wait for a core).`)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted")
 	}
-	stats, err := BenchConfigured(kinds, cfg, *iters)
+	stats, err := BenchConfigured(ctx, kinds, cfg, *iters)
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted")
+	}
 	if err != nil {
 		return err
 	}
@@ -145,6 +158,10 @@ func minibatchModel(name string) bool {
 	m, err := models.New(models.Options{Model: name, Train: models.TrainOptions{Optimizer: "adam"}})
 	return err == nil && !m.IsFullBatch()
 }
+
+// maxBenchRows bounds gpc bench --n: above the largest training set of the
+// papers (the airline data, 5.9 million rows); memory bounds it further.
+const maxBenchRows = 10_000_000
 
 // benchBaseline is the model the timing ratios are relative to, as in the
 // noisy-input paper's Table 8.

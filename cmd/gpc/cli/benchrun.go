@@ -98,17 +98,19 @@ func PairedRatio(a, b BenchStats) float64 {
 // same build) affects every model alike. The order rotates from round to
 // round, so that no model always follows the same one (and inherits, say,
 // the garbage it left for the collector).
-func Bench(kinds []string, config string, iters int) ([]BenchStats, error) {
+func Bench(ctx context.Context, kinds []string, config string, iters int) ([]BenchStats, error) {
 	cfg, ok := BenchConfigs[config]
 	if !ok {
 		return nil, fmt.Errorf("models: unknown benchmark configuration %q (want waveform, synthetic, mnist, uci2 or uci10)", config)
 	}
-	return BenchConfigured(kinds, cfg, iters)
+	return BenchConfigured(ctx, kinds, cfg, iters)
 }
 
 // BenchConfigured is Bench on a configuration that need not be one of
-// BenchConfigs (a changed field of one, say).
-func BenchConfigured(kinds []string, cfg BenchConfig, iters int) ([]BenchStats, error) {
+// BenchConfigs (a changed field of one, say). It stops with ctx's error
+// between models built and between iterations: at MNIST's size a round
+// takes seconds.
+func BenchConfigured(ctx context.Context, kinds []string, cfg BenchConfig, iters int) ([]BenchStats, error) {
 	if iters < 1 {
 		return nil, fmt.Errorf("models: %d benchmark iterations", iters)
 	}
@@ -134,6 +136,9 @@ func BenchConfigured(kinds []string, cfg BenchConfig, iters int) ([]BenchStats, 
 	}
 	runs := make([]*benchRun, len(kinds))
 	for i, kind := range kinds {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		// A binary model is timed on the same inputs with two classes.
 		c := cfg.C
 		if m, err := models.New(models.Options{Model: kind}); err == nil {
@@ -160,6 +165,9 @@ func BenchConfigured(kinds []string, cfg BenchConfig, iters int) ([]BenchStats, 
 	for it := -warm; it < iters; it++ {
 		b := batches[(it+warm)%len(batches)]
 		for q := range runs {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			i := (q + it + warm) % len(runs)
 			r := runs[i]
 			runtime.ReadMemStats(&ms)

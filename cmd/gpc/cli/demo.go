@@ -92,8 +92,8 @@ noise-aware models' NLL is far below MGP's. Use --epochs to train longer.`, demo
 	if a.epochs < 1 {
 		return nil, usagef("--epochs %d: need at least 1 epoch", a.epochs)
 	}
-	if a.samples < 1 {
-		return nil, usagef("--test-samples %d: need at least 1 sample", a.samples)
+	if a.samples < 1 || a.samples > models.MaxTestSamples {
+		return nil, usagef("--test-samples %d: want 1 to %d samples", a.samples, models.MaxTestSamples)
 	}
 	if a.kinds, err = parseKinds(kinds); err != nil {
 		return nil, err
@@ -216,27 +216,24 @@ func writeDemoTable(w io.Writer, rows []demoRow) {
 }
 
 func writeDemoCSV(path string, rows []demoRow) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	cw := csv.NewWriter(f)
-	cw.Write([]string{"model", "test_error", "test_nll", "kl_to_bayes", "seconds", "paper_error", "paper_nll"})
-	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	for _, r := range rows {
-		sec, pe, pn := "", "", ""
-		if !math.IsNaN(r.Seconds) {
-			sec = g(r.Seconds)
+	return datasets.WriteAtomic(path, func(f io.Writer) error {
+		cw := csv.NewWriter(f)
+		cw.Write([]string{"model", "test_error", "test_nll", "kl_to_bayes", "seconds", "paper_error", "paper_nll"})
+		g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+		for _, r := range rows {
+			sec, pe, pn := "", "", ""
+			if !math.IsNaN(r.Seconds) {
+				sec = g(r.Seconds)
+			}
+			if r.HasPaper {
+				pe, pn = g(r.Paper[0]), g(r.Paper[1])
+			}
+			cw.Write([]string{r.Model, g(r.Error), g(r.NLL), g(r.KL), sec, pe, pn})
 		}
-		if r.HasPaper {
-			pe, pn = g(r.Paper[0]), g(r.Paper[1])
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
-		cw.Write([]string{r.Model, g(r.Error), g(r.NLL), g(r.KL), sec, pe, pn})
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
+		return nil
+	})
 }

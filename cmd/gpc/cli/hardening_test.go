@@ -84,7 +84,7 @@ func TestHardeningPredictInterrupted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	code, _, stderr := runWithin(t, ctx, 20*time.Second,
-		"predict", "--model", model, "--input", train, "--labeled", "--out", out, "--test-samples", "2000000000")
+		"predict", "--model", model, "--input", train, "--labeled", "--out", out, "--test-samples", "100000") // the limit: minutes of sampling
 	want := "gpc predict: interrupted; nothing written to " + out + "\n"
 	if code != 1 || stderr != want {
 		t.Errorf("status %d, stderr %q, want %q", code, stderr, want)

@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/gpc-dev/gpc/datasets"
 )
 
 // Main runs the gpc command line on args (without the program name) with
@@ -66,17 +68,19 @@ func startProfile(path string) (stop func() error, err error) {
 	if path == "" {
 		return func() error { return nil }, nil
 	}
-	f, err := os.Create(path)
+	// Written beside path and renamed over it when the command ends, as
+	// every output is (datasets.CreateAtomic).
+	f, err := datasets.CreateAtomic(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+	if err := pprof.StartCPUProfile(f.File); err != nil {
+		f.Abort()
 		return nil, err
 	}
 	return func() error {
 		pprof.StopCPUProfile()
-		return f.Close()
+		return f.Commit()
 	}, nil
 }
 

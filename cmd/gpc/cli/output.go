@@ -14,7 +14,10 @@ import (
 // names a directory (example is a file name to suggest inside it), its
 // directory is missing, or it is one of the command's input files, which
 // the write would replace. The write itself goes to a temporary file beside
-// the target, renamed over it only when complete (datasets.WriteAtomic).
+// the target, renamed over it only when complete (datasets.WriteAtomic);
+// a link is followed and a device or FIFO written through. The directory
+// is probed for a file system mounted read-only or one the user cannot
+// create files in, so a long fit is never lost at its end.
 func checkOutput(path, example string, inputs ...string) error {
 	err := datasets.CheckWritable(path)
 	var oe *datasets.OutputError

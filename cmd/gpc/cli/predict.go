@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/layers/inputs"
 	"github.com/gpc-dev/gpc/models"
 )
 
@@ -64,8 +65,8 @@ as it was.`)
 		return nil, usagef("--input FILE.csv is required")
 	case a.out == "":
 		return nil, usagef("--out PROBS.csv is required")
-	case a.samples < 0:
-		return nil, usagef("--test-samples %d must not be negative", a.samples)
+	case a.samples < 0 || a.samples > models.MaxTestSamples:
+		return nil, usagef("--test-samples %d: want 0 (as trained) to %d samples", a.samples, models.MaxTestSamples)
 	}
 	if a.noise, err = parseNoise(noise, false); err != nil {
 		return nil, err
@@ -97,6 +98,9 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if _, ok := m.Inputs().(inputs.Sampler); a.samples > 0 && !ok {
+		return usagef("--test-samples: model %s does not sample its test inputs and would ignore it (only nimgp and nimgp-nn do)", m.Name())
+	}
 	if a.samples > 0 {
 		if err := m.SetTestSamples(a.samples); err != nil {
 			return usagef("--test-samples: %v", err)
@@ -104,6 +108,12 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	ds, lines, err := readInputs(a.input, a.labeled, m.D, m.C)
 	if err != nil {
+		return err
+	}
+	// With the rows counted the file's size is known (a probability in
+	// 'g' format is at most 24 bytes with its separator): a file system
+	// without room for it is found before predicting.
+	if err := datasets.CheckWritableSize(a.out, int64(ds.N+1)*int64(m.C)*24); err != nil {
 		return err
 	}
 	var noise []float64
@@ -124,6 +134,10 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		for i := range noise {
 			noise[i] = a.noise.value
 		}
+	}
+	if noise != nil && m.InputNoise() == nil {
+		// After the file's own checks, which hold for any model.
+		return usagef("--input-noise: model %s has no input-noise part (it takes its inputs as observed) and would ignore the variances; drop the flag", m.Name())
 	}
 	probs, err := m.PredictContext(ctx, ds.X, ds.N, noise)
 	if err != nil {

@@ -247,8 +247,8 @@ draws of an uninterrupted run) checkpoint.`)
 		return nil, usagef("--tol %g: the tolerance must be positive and finite", *tol)
 	case *degree < 1:
 		return nil, usagef("--degree %d: the polynomial degree must be at least 1", *degree)
-	case *samples < 1:
-		return nil, usagef("--test-samples %d: need at least 1 sample", *samples)
+	case *samples < 1 || *samples > models.MaxTestSamples:
+		return nil, usagef("--test-samples %d: want 1 to %d samples", *samples, models.MaxTestSamples)
 	case a.checkpointEvery < 0:
 		return nil, usagef("--checkpoint-every %v: the interval must not be negative", a.checkpointEvery)
 	}
@@ -288,6 +288,9 @@ draws of an uninterrupted run) checkpoint.`)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
+	if err := refuseIgnored(m, setFlags(f.FlagSet)); err != nil {
+		return nil, err
+	}
 	a.model = m
 	if c := filepath.Clean(a.checkpoint); a.checkpoint != "" && (c == filepath.Clean(a.out) || c == filepath.Clean(a.train)) {
 		return nil, usagef("--checkpoint %s is also the training file or the output", a.checkpoint)
@@ -322,6 +325,11 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if ds.C < 2 {
 		return fmt.Errorf("%s: every label is 0; a classifier needs at least two classes", a.train)
+	}
+	// With the data's size known, so is the model file's, roughly: a file
+	// system without room for it is found before training, not after.
+	if err := datasets.CheckWritableSize(a.out, a.model.SavedSizeEstimate(ds.N, ds.D, ds.C)); err != nil {
+		return err
 	}
 	// Every class 0..C−1 must have rows: a gap in the labels, a file of one
 	// class, or a stray label of 1000000 (a million latent functions) is
@@ -438,18 +446,34 @@ func warnAtChance(ctx context.Context, m *models.Model, ds *datasets.Dataset, a 
 	}
 	s := models.Score(probs, sub.Y, m.C)
 	most := 0
+	var chanceNLL float64 // predicting the class frequencies for every row
 	for _, n := range sub.ClassCounts() {
 		most = max(most, n)
+		if n > 0 {
+			p := float64(n) / float64(sub.N)
+			chanceNLL -= p * math.Log(p)
+		}
 	}
 	chance := 1 - float64(most)/float64(sub.N)
-	if s.Error < chance-0.01 {
+	// A fit that learned nothing but a few rows (huge rows that squash the
+	// rest to one point after standardisation: EP and the sparse models
+	// then get those rows right and predict the class frequencies
+	// elsewhere) beats chance by those rows' share of the error; its NLL
+	// stays at the class frequencies' entropy.
+	nothing := s.Error >= chance-0.01 || s.NLL >= chanceNLL-0.01 && s.Error >= chance-0.05
+	if !nothing {
 		return nil
 	}
 	scale := "inputs on an extreme scale (look for very large or very small values)"
 	if a.noStandardize {
 		scale = "inputs on an extreme scale (you gave --no-standardize)"
 	}
-	fmt.Fprintf(stderr, "gpc train: warning: the training error %.3f is no better than always predicting the most frequent class (%.3f): the model has learned nothing from the inputs. Likely causes: %s, too few --epochs or an unsuitable --lr, or labels unrelated to the inputs\n", s.Error, chance, scale)
+	causes := "Likely causes: " + scale + ", too few --epochs or an unsuitable --lr, or labels unrelated to the inputs"
+	if s.Error >= chance-0.01 {
+		fmt.Fprintf(stderr, "gpc train: warning: the training error %.3f is no better than always predicting the most frequent class (%.3f): the model has learned nothing from the inputs. %s\n", s.Error, chance, causes)
+		return nil
+	}
+	fmt.Fprintf(stderr, "gpc train: warning: the training NLL %.3f is no better than predicting the class frequencies (%.3f), and the error %.3f beats always predicting the most frequent class (%.3f) on a few rows only: the model has learned nothing from most inputs. %s\n", s.NLL, chanceNLL, s.Error, chance, causes)
 	return nil
 }
 

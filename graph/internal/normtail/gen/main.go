@@ -4,13 +4,15 @@ package main
 
 import (
 	"log"
-	"os"
 
+	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/graph/internal/normtail"
 )
 
 func main() {
-	if err := os.WriteFile("graph/normtail_table.go", normtail.Source(), 0o644); err != nil {
+	// Through the common write path: an interrupted run leaves the old
+	// table, never a truncated source file.
+	if err := datasets.WriteFileAtomic("graph/normtail_table.go", normtail.Source()); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -1,0 +1,174 @@
+package experiments
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Class 1 of the second hardening round: a run whose report cannot be
+// written (report.md is a directory) says so instead of naming it.
+func TestRunDoesNotNameAnUnwrittenReport(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.NewReplacer(
+		"splits: 3, n_train: 10, n_test: 10", "splits: 1, n_train: 10, n_test: 10",
+		"  - {name: b, noise: 0.2}\n", "",
+		"  - {name: NIMGP, kind: nimgp}\n", "",
+		`values: ["1±0.1", "2"]`, `values: ["1±0.1"]`,
+	).Replace(miniSpec)
+	sp := filepath.Join(dir, "one.yaml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(filepath.Join(out, "report.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	code := Main([]string{"run", sp, "--out", out}, &o, &e)
+	if code == 0 {
+		t.Errorf("exit code 0 for a report not written:\n%s%s", o.String(), e.String())
+	}
+	if strings.Contains(o.String(), "Report: ") || !strings.Contains(o.String(), "No report written") {
+		t.Errorf("stdout names a report that was not written:\n%s", o.String())
+	}
+	if !strings.Contains(e.String(), "report.md: it is a directory") {
+		t.Errorf("stderr does not say why:\n%s", e.String())
+	}
+}
+
+// Class 4: --dry-run of a grid just under the run limit prints its size at
+// once; it used to build every run (45 s and 2 GB at the limit).
+func TestDryRunOfLargeGridIsQuick(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.NewReplacer("splits: 3,", "splits: 240000,").Replace(miniSpec)
+	sp := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	t0 := time.Now()
+	code := Main([]string{"run", sp, "--dry-run", "--out", filepath.Join(dir, "out")}, &o, &e)
+	if code != 0 || !strings.Contains(o.String(), "mini: 960000 runs = 1 data sets × 2 settings × 2 methods × 240000 splits") {
+		t.Errorf("exit %d:\n%s%s", code, o.String(), e.String())
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Errorf("--dry-run took %v", d)
+	}
+}
+
+// Class 5: a spec file of many megabytes is refused without being read
+// whole.
+func TestLoadSpecCapsSize(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "huge.yaml")
+	if err := os.WriteFile(p, []byte(miniSpec+"# "+strings.Repeat("x", 2<<20)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadSpec(p)
+	if err == nil || err.Error() != p+": a spec is at most 1024 KiB; this file is larger (is it a spec?)" {
+		t.Errorf("got %.200v", err)
+	}
+}
+
+// Class 7: a results line repeating a run's key with other numbers is
+// reported (the first result kept), not dropped silently; a repeat with
+// the same numbers but other timings is no conflict.
+func TestStoreReportsConflictingRepeats(t *testing.T) {
+	dir := t.TempDir()
+	lines := `{"key":"k1","error":0.1,"nll":0.3,"seconds":2}
+{"key":"k2","error":0.2,"nll":0.4,"seconds":1}
+{"key":"k1","error":0.1,"nll":0.3,"seconds":5}
+{"key":"k2","error":0.25,"nll":0.4,"seconds":1}
+`
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := st.warnings()
+	want := "warning: " + filepath.Join(dir, "results.jsonl") + ":4: run k2 is recorded again with different numbers (error 0.25 and NLL 0.4, against 0.2 and 0.4); the result of " + filepath.Join(dir, "results.jsonl") + ":2 is kept"
+	if len(w) != 1 || w[0] != want {
+		t.Errorf("warnings %q\nwant [%q]", w, want)
+	}
+	if r := st.done["k2"]; r.Error != 0.2 {
+		t.Errorf("kept error %v, want the first 0.2", r.Error)
+	}
+}
+
+// Class 7: a run that fails on its data (a training split of one class)
+// is not followed by advice to rerun, which would fail the same way.
+func TestNoRetryAdviceForPermanentFailure(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.NewReplacer(
+		"splits: 3, n_train: 10, n_test: 10", "splits: 1, n_train: 1, n_test: 10",
+		"  - {name: b, noise: 0.2}\n", "",
+		"  - {name: NIMGP, kind: nimgp}\n", "",
+		`values: ["1±0.1", "2"]`, `values: ["1±0.1"]`,
+	).Replace(miniSpec)
+	sp := filepath.Join(dir, "one.yaml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	if code := Main([]string{"run", sp, "--out", filepath.Join(dir, "out")}, &o, &e); code == 0 {
+		t.Fatalf("a single-class run succeeded:\n%s%s", o.String(), e.String())
+	}
+	if strings.Contains(e.String(), "rerun the same command to retry") || !strings.Contains(e.String(), "1 of 1 runs failed on their data or settings, which rerunning gives again") {
+		t.Errorf("stderr:\n%s", e.String())
+	}
+}
+
+// Class 7: a data-set name that a family with one data set would ignore
+// is refused, naming the entry.
+func TestGeneratedFamilyRefusesOtherNames(t *testing.T) {
+	for _, c := range []struct{ family, name string }{{"toy1d", "glass"}, {"synthetic", "toy"}} {
+		spec := strings.NewReplacer("family: toy1d", "family: "+c.family, "datasets: [toy]", "datasets: ["+c.name+"]").Replace(miniSpec)
+		_, err := ParseSpec("mini.yaml", []byte(spec))
+		if err == nil || !strings.Contains(err.Error(), "mini.yaml:5:") || !strings.Contains(err.Error(), "would ignore the name") {
+			t.Errorf("%s with %s: %v", c.family, c.name, err)
+		}
+	}
+	if _, err := ParseSpec("mini.yaml", []byte(miniSpec)); err != nil {
+		t.Errorf("toy1d with toy: %v", err)
+	}
+}
+
+// Class 4: --dry-run --shard counts a shard's runs without listing the
+// grid; the counts are those of the runs Execute would give each shard.
+func TestDryRunShardCounts(t *testing.T) {
+	dir := t.TempDir()
+	sp := filepath.Join(dir, "mini.yaml")
+	if err := os.WriteFile(sp, []byte(strings.Replace(miniSpec, "splits: 3,", "splits: 40,", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := LoadSpec(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Resolve(spec, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := Expand(rs)
+	for i := 1; i <= 3; i++ {
+		want := 0
+		for _, r := range runs {
+			if r.shard(3) == i {
+				want++
+			}
+		}
+		var o, e bytes.Buffer
+		if code := Main([]string{"run", sp, "--dry-run", "--shard", fmt.Sprintf("%d/3", i), "--out", filepath.Join(dir, "out")}, &o, &e); code != 0 {
+			t.Fatalf("exit %d: %s", code, e.String())
+		}
+		if line := fmt.Sprintf("shard %d/3: %d of them\n", i, want); !strings.Contains(o.String(), line) {
+			t.Errorf("stdout %q lacks %q", o.String(), line)
+		}
+	}
+}
