@@ -155,6 +155,10 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	spec, err := LoadSpec(pos[0])
 	if err != nil {
+		if _, cerr := ReadCompareSpec(pos[0]); cerr == nil {
+			fmt.Fprintf(stderr, "gpc experiment run: %s is a comparison spec; run it with gpc experiment compare %s\n", pos[0], pos[0])
+			return 2
+		}
 		fmt.Fprintln(stderr, err)
 		return 1
 	}

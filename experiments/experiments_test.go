@@ -22,6 +22,15 @@ func TestSpecsDryRun(t *testing.T) {
 		t.Fatalf("no specs found: %v", err)
 	}
 	for _, f := range files {
+		if _, err := ReadCompareSpec(f); err == nil {
+			// A comparison spec (gpc experiment compare): run refuses it
+			// with the command to use.
+			var out, errb bytes.Buffer
+			if code := Main([]string{"run", f, "--dry-run"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "gpc experiment compare "+f) {
+				t.Errorf("run %s: exit %d, %q; want the compare command named", f, code, errb.String())
+			}
+			continue
+		}
 		for _, quick := range []bool{false, true} {
 			args := []string{"run", f, "--dry-run"}
 			if quick {
