@@ -84,7 +84,7 @@ func TestEPStopsOnCancel(t *testing.T) {
 func tinySaved(t *testing.T, preset string) map[string]any {
 	t.Helper()
 	o := withNoise(opts(preset, 3, 1, 20, 2), 0.1, false)
-	o.Inputs.Standardize = true
+	o.Inputs.Standardize, o.Inputs.NoStandardize = true, false
 	m, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestExtremeInputsSave(t *testing.T) {
 			ds := scaledBlobs(30, 1, 4)
 			ds.X[0], ds.X[1], ds.X[2], ds.X[3] = 1e308, -1e308, -1.7e308, 1.7e308
 			o := opts(preset, 5, 2, 30, 1)
-			o.Inputs.Standardize = true
+			o.Inputs.Standardize, o.Inputs.NoStandardize = true, false
 			m, err := New(o)
 			if err != nil {
 				t.Fatal(err)

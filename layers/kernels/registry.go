@@ -342,3 +342,43 @@ func Describe() string {
 	sort.Strings(names)
 	return strings.Join(names, ", ") + "; or sums and products of them, e.g. 'matern52+linear', 'se*linear', '(se+linear)*poly(3)'"
 }
+
+// DegreeReader is implemented by kernels that read Config.Degree when an
+// expression gives them none (the polynomial), so that a caller can tell
+// whether a degree setting would be ignored.
+type DegreeReader interface {
+	ReadsDegree() bool
+}
+
+// ReadsDegree implements DegreeReader.
+func (*Polynomial) ReadsDegree() bool { return true }
+
+// ReadsDegree reports whether any kernel of the expression reads
+// Config.Degree; false for an expression that does not build.
+func ReadsDegree(expr string) bool {
+	k, err := Build(expr, Config{Name: "probe", D: 1})
+	if err != nil {
+		return false
+	}
+	var walk func(Kernel) bool
+	walk = func(k Kernel) bool {
+		switch k := k.(type) {
+		case Sum:
+			for _, p := range k {
+				if walk(p) {
+					return true
+				}
+			}
+		case Product:
+			for _, p := range k {
+				if walk(p) {
+					return true
+				}
+			}
+		case DegreeReader:
+			return k.ReadsDegree()
+		}
+		return false
+	}
+	return walk(k)
+}

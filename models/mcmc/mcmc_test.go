@@ -114,7 +114,7 @@ func gaussianZTest(t *testing.T, extra ...string) {
 	vars := make([][]float64, seeds)
 	var exactMean, exactVar []float64
 	for s := 0; s < seeds; s++ {
-		m, err := models.New(models.Options{Likelihood: models.LikelihoodOptions{Custom: gaussian{y: y, noise: noise}},
+		m, err := models.New(models.Options{Inputs: models.InputOptions{NoStandardize: true}, Likelihood: models.LikelihoodOptions{Custom: gaussian{y: y, noise: noise}},
 			Posterior: models.PosteriorOptions{Family: "full"}, Inference: Name,
 			Train:    models.TrainOptions{Seed: uint64(100 + s), Optimizer: "lbfgs", Epochs: 5},
 			Settings: kv(append([]string{"chains", "2", "samples", "1500", "warmup", "200"}, extra...)...)})
@@ -227,7 +227,7 @@ func probitToy(n int, seed uint64) *datasets.Dataset {
 // ∫ Φ(f*) p(f* | y) df* to within Monte Carlo error.
 func TestProbitPredictiveMatchesQuadrature(t *testing.T) {
 	ds := &datasets.Dataset{Name: "two", N: 2, D: 1, C: 2, X: []float64{-0.5, 0.7}, Y: []int{1, 0}}
-	m, err := models.New(models.Options{Likelihood: models.LikelihoodOptions{Name: "probit"}, Posterior: models.PosteriorOptions{Family: "full"},
+	m, err := models.New(models.Options{Inputs: models.InputOptions{NoStandardize: true}, Likelihood: models.LikelihoodOptions{Name: "probit"}, Posterior: models.PosteriorOptions{Family: "full"},
 		Inference: Name, Settings: kv("chains", "4", "samples", envOr("PROBIT_SAMPLES", "5000"), "warmup", "200")})
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +321,7 @@ func TestRHatOnExample(t *testing.T) {
 		t.Skip("long chains")
 	}
 	ds := probitToy(100, 1)
-	m, err := models.New(models.Options{Likelihood: models.LikelihoodOptions{Name: "probit"}, Posterior: models.PosteriorOptions{Family: "full"},
+	m, err := models.New(models.Options{Inputs: models.InputOptions{NoStandardize: true}, Likelihood: models.LikelihoodOptions{Name: "probit"}, Posterior: models.PosteriorOptions{Family: "full"},
 		Inference: Name, Settings: kv("samples", "6000", "warmup", "500", "fit", "ep")})
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +347,7 @@ func fitSmall(t *testing.T, ctx context.Context, o models.Options, ds *datasets.
 }
 
 func smallOpts(extra ...string) models.Options {
-	return models.Options{Likelihood: models.LikelihoodOptions{Name: "probit"}, Posterior: models.PosteriorOptions{Family: "full"},
+	return models.Options{Inputs: models.InputOptions{NoStandardize: true}, Likelihood: models.LikelihoodOptions{Name: "probit"}, Posterior: models.PosteriorOptions{Family: "full"},
 		Inference: Name, Train: models.TrainOptions{Seed: 7}, Settings: kv(append([]string{"chains", "3", "samples", "60", "warmup", "20"}, extra...)...)}
 }
 
@@ -663,7 +663,7 @@ func TestSampledHyperMatchesGrid(t *testing.T) {
 		return k
 	}
 	const sd = 1.5
-	m, err := models.New(models.Options{Likelihood: models.LikelihoodOptions{Custom: gaussian{y: y, noise: noise}},
+	m, err := models.New(models.Options{Inputs: models.InputOptions{NoStandardize: true}, Likelihood: models.LikelihoodOptions{Custom: gaussian{y: y, noise: noise}},
 		Kernel: models.KernelOptions{Factory: factory}, Posterior: models.PosteriorOptions{Family: "full"}, Inference: Name,
 		Settings: kv("hyper", "sample", "hyper-sd", "1.5", "samples", envOr("HYPER_SAMPLES", "2500"), "warmup", "300")})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"flag"
 
 	"github.com/gpc-dev/gpc/layers/inputs"
+	"github.com/gpc-dev/gpc/layers/kernels"
 	"github.com/gpc-dev/gpc/models"
 )
 
@@ -30,7 +31,7 @@ func refuseIgnored(m *models.Model, set map[string]bool) error {
 		return usagef("--hidden: model %s has no amortisation networks and would ignore it (only nimgp-nn has)", m.Name())
 	case set["residual"] && !amortised:
 		return usagef("--residual: model %s has no amortisation networks and would ignore it (only nimgp-nn has)", m.Name())
-	case set["degree"] && m.Opts.Kernel.Name != "poly":
+	case set["degree"] && !kernels.ReadsDegree(m.Opts.Kernel.Name):
 		return usagef("--degree: the %s kernel has no degree and would ignore it (give --kernel poly)", m.Opts.Kernel.Name)
 	}
 	return nil
