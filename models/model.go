@@ -171,6 +171,9 @@ func (m *Model) initialize(train *datasets.Dataset, warn io.Writer) error {
 	} else {
 		init.Lengthscale = medianDistance(train, rng)
 	}
+	if o.Kernel.Init != nil {
+		init = *o.Kernel.Init
+	}
 	if err := m.makeKernels(latent, init); err != nil {
 		return err
 	}
@@ -243,7 +246,13 @@ func (m *Model) allocate(d, c, n, M int) error {
 		return err
 	}
 	latent := m.lik.Latent(c)
-	if err := m.makeKernels(latent, KernelInit{Lengthscale: 1, Variance: 1, Noise: 1}); err != nil {
+	init := KernelInit{Lengthscale: 1, Variance: 1, Noise: 1}
+	if i := m.Opts.Kernel.Init; i != nil {
+		// The stored parameters are the ones Init creates (no white noise
+		// when its σ₀² is zero).
+		init = *i
+	}
+	if err := m.makeKernels(latent, init); err != nil {
 		return err
 	}
 	post, err := variational.New("q", m.postConfig(latent, M, m.Opts.Posterior.Jitter), m.kernels, nil)
@@ -265,6 +274,13 @@ func (m *Model) makeKernels(latent int, init KernelInit) error {
 		if err != nil {
 			return err
 		}
+		if m.Opts.Kernel.FixVariance {
+			a, ok := k.(interface{ Amplitude() *layers.Param })
+			if !ok {
+				return fmt.Errorf("models: the %s kernel has no amplitude to hold fixed", m.Opts.Kernel.Name)
+			}
+			a.Amplitude().Fixed = true
+		}
 		m.kernels[c] = k
 	}
 	return nil
@@ -278,6 +294,8 @@ func (m *Model) makeKernel(name string, init KernelInit) (kernels.Kernel, error)
 	switch o.Name {
 	case "se":
 		return kernels.NewSE(name, m.D, init.Lengthscale, init.Variance, init.Noise), nil
+	case "se-iso":
+		return kernels.NewSEIsotropic(name, m.D, init.Lengthscale, init.Variance, init.Noise), nil
 	case "poly":
 		return kernels.NewPolynomial(name, o.Degree, m.D, init.Lengthscale, init.Variance, init.Noise), nil
 	case "matern32":

@@ -67,8 +67,9 @@ type Options struct {
 
 // KernelOptions selects the kernel of every latent function.
 type KernelOptions struct {
-	// Name is "se" (default), "poly", "matern32", "matern52" or "linear";
-	// Factory, if set, overrides it.
+	// Name is "se" (default), "se-iso" (one length-scale for every input),
+	// "poly", "matern32", "matern52" or "linear"; Factory, if set,
+	// overrides it.
 	Name    string
 	Degree  int           // polynomial degree (default 9)
 	Factory KernelFactory `json:"-"`
@@ -80,6 +81,14 @@ type KernelOptions struct {
 	// default, the noisy-input and SVGP papers' models) each latent
 	// function has its own.
 	Shared bool `json:",omitempty"`
+	// Init, if set, replaces the initial values drawn from the data (the
+	// median-distance ℓ, σ² = e, σ₀² = e⁻²⁰): a model defined with fixed
+	// starting values, such as HTPC's ℓ = σ² = 1 with no white noise.
+	Init *KernelInit `json:",omitempty"`
+	// FixVariance holds the kernels' amplitude σ² at its initial value (a
+	// kernel with an Amplitude method): HTPC's copula needs unit-variance
+	// latent processes.
+	FixVariance bool `json:",omitempty"`
 }
 
 // LikelihoodOptions selects the observation model.
@@ -203,6 +212,9 @@ func (o Options) Resolve() (Options, error) {
 	if !ok {
 		return o, fmt.Errorf("models: unknown model %q (want one of %s)", o.Model, presetList())
 	}
+	if p.Defaults != nil {
+		p.Defaults(&o)
+	}
 	switch {
 	case o.Inputs.Model == "":
 		o.Inputs.Model = p.Inputs
@@ -290,7 +302,7 @@ func (o Options) Defaults() Options {
 }
 
 // KernelNames are the built-in kernels.
-var KernelNames = []string{"se", "poly", "matern32", "matern52", "linear"}
+var KernelNames = []string{"se", "se-iso", "poly", "matern32", "matern52", "linear"}
 
 // Optimizers are the svi engine's optimisers.
 var Optimizers = []string{"adam", "adadelta", "lbfgs"}
