@@ -184,10 +184,10 @@ func (op mcHTPCOp) Type() hm.Type {
 func (op mcHTPCOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{op.n, op.c}, nil
 }
-func (op mcHTPCOp) String() string          { return fmt.Sprintf("MCHTPC{%dx%d,%d}", op.n, op.c, op.k) }
-func (op mcHTPCOp) WriteHash(h hash.Hash)   { fmt.Fprint(h, op.String()) }
-func (op mcHTPCOp) Hashcode() uint32        { return hashString(op.String()) }
-func (op mcHTPCOp) DiffWRT(int) []bool      { return []bool{false, false, false, false} }
+func (op mcHTPCOp) String() string        { return fmt.Sprintf("MCHTPC{%dx%d,%d}", op.n, op.c, op.k) }
+func (op mcHTPCOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op mcHTPCOp) Hashcode() uint32      { return hashString(op.String()) }
+func (op mcHTPCOp) DiffWRT(int) []bool    { return []bool{false, false, false, false} }
 func (op mcHTPCOp) SymDiff(G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
 	return nil, errNoGrad
 }
