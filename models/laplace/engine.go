@@ -270,7 +270,7 @@ func (o *objective) Step(solvers.Batch) (float64, [][]float64, error) {
 		if cerr := o.ctx.Err(); cerr != nil {
 			return 0, nil, cerr
 		}
-		if errors.Is(err, solvers.ErrNotPositiveDefinite) {
+		if errors.Is(err, solvers.ErrNotPositiveDefinite) || errors.Is(err, errNoDerivatives) {
 			return 0, nil, err
 		}
 		o.fails++

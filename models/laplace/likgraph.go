@@ -1,7 +1,9 @@
 package laplace
 
 import (
+	"errors"
 	"fmt"
+	"math"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -160,10 +162,16 @@ func (lg *likGraph) newtonTerms(f []float64) (ll float64, grad, hess []float64, 
 	}
 	grad = append([]float64(nil), grad...)
 	n, l := lg.n, lg.l
+	if err := finite(grad); err != nil {
+		return 0, nil, nil, err
+	}
 	hess = make([]float64, n*l*l)
 	for m, h := range lg.hess {
 		c, err := p.Float64s(h)
 		if err != nil {
+			return 0, nil, nil, err
+		}
+		if err := finite(c); err != nil {
 			return 0, nil, nil, err
 		}
 		for i := range n {
@@ -173,6 +181,21 @@ func (lg *likGraph) newtonTerms(f []float64) (ll float64, grad, hess []float64, 
 		}
 	}
 	return ll, grad, hess, nil
+}
+
+// errNoDerivatives is returned where log p(y | f) has no finite
+// derivatives: a step likelihood (robust-max, additive step noise) is
+// piecewise constant in f, and its closed form at zero variance divides by
+// the zero standard deviation.
+var errNoDerivatives = errors.New("laplace: the derivatives of log p(y | f) are not finite (a step likelihood such as robust-max has none); use the svi or ep engine")
+
+func finite(v []float64) error {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return errNoDerivatives
+		}
+	}
+	return nil
 }
 
 // evidenceTerms returns ∂q/∂F and, per likelihood parameter, ∂ℓ/∂β and
