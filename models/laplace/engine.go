@@ -54,10 +54,10 @@ type Settings struct {
 	GradTol float64
 	// FuncTol is L-BFGS's relative decrease test (default 1e-10).
 	FuncTol float64
-	// MaxRaw bounds |raw value| of every log-scale (Exp) parameter at which
-	// an evaluation is attempted (default 16): far outside, kernel matrices
-	// and transforms lose all precision, and a penalty sends the optimiser
-	// back.
+	// MaxRaw bounds how far the raw value of every log-scale (Exp)
+	// parameter may move from where the fit started for an evaluation to
+	// be attempted (default 16, a factor e¹⁶): far out, kernel matrices and
+	// transforms lose all precision, and a penalty sends the optimiser back.
 	MaxRaw float64
 }
 
@@ -138,6 +138,7 @@ type objective struct {
 	kIdx   []int           // params index of each kernel-graph parameter
 	lIdx   []int           // params index of each likelihood-graph parameter
 	gbuf   [][]float64
+	start  [][]float64 // the parameters' raw values when the fit began
 	warm   []float64
 	last   *mode
 	evals  int
@@ -191,6 +192,7 @@ func newObjective(ctx context.Context, m *models.Model, train *datasets.Dataset,
 	}
 	for _, p := range o.params {
 		o.gbuf = append(o.gbuf, make([]float64, len(p.Data)))
+		o.start = append(o.start, append([]float64(nil), p.Data...))
 	}
 	return o, nil
 }
@@ -213,14 +215,15 @@ func (o *objective) SetJitter(v float64) error {
 	return nil
 }
 
-// sane reports whether every log-scale parameter is within MaxRaw.
+// sane reports whether every log-scale parameter is within MaxRaw of its
+// starting value.
 func (o *objective) sane() bool {
-	for _, p := range o.params {
+	for i, p := range o.params {
 		if p.Transform != layers.Exp {
 			continue
 		}
-		for _, v := range p.Data {
-			if !(math.Abs(v) <= o.set.MaxRaw) {
+		for t, v := range p.Data {
+			if !(math.Abs(v-o.start[i][t]) <= o.set.MaxRaw) {
 				return false
 			}
 		}

@@ -75,15 +75,22 @@ func newLikGraph(lik likelihoods.Likelihood, y []float64, width, n, l int) (*lik
 	}
 	var betaN G.Nodes
 	lg.beta, betaN = lg.s.TrainableAmong(lik.Params())
-	gr, err := graph.Grad(lg.ll, append(G.Nodes{fIn}, betaN...)...)
+	gr, err := graph.Grad(e.Do(G.Add(lg.ll, e.Do(G.HadamardProd(e.Do(G.Sum(fIn)), G.NewConstant(0.0))))), append(G.Nodes{fIn}, betaN...)...)
 	if err != nil {
 		return nil, fmt.Errorf("laplace: gradient of log p(y | f): %w", err)
 	}
 	lg.gradF, lg.gradB = gr[0], gr[1:]
 
+	// 0·ΣF (and 0·Σβ) keep every derivative defined where the true one is
+	// identically zero (a Gaussian's Hessian is constant, its third
+	// derivatives vanish): Grad refuses outputs that do not depend on an input.
+	zero := e.Do(G.HadamardProd(e.Do(G.Sum(fIn)), G.NewConstant(0.0)))
+	for _, b := range betaN {
+		zero = e.Do(G.Add(zero, e.Do(G.HadamardProd(e.Do(G.Sum(b)), G.NewConstant(0.0)))))
+	}
 	var q *G.Node
 	for m := range l {
-		sum := e.Do(G.Sum(e.Do(graph.Column(lg.gradF, m))))
+		sum := e.Do(G.Add(e.Do(G.Sum(e.Do(graph.Column(lg.gradF, m)))), zero))
 		if e.Err != nil {
 			return nil, e.Err
 		}
@@ -102,7 +109,8 @@ func newLikGraph(lik likelihoods.Likelihood, y []float64, width, n, l int) (*lik
 			q = e.Do(G.Add(q, term))
 		}
 	}
-	p := e.Do(G.Sum(e.Do(G.HadamardProd(lg.gradF, uIn))))
+	q = e.Do(G.Add(q, zero))
+	p := e.Do(G.Add(e.Do(G.Sum(e.Do(G.HadamardProd(lg.gradF, uIn)))), zero))
 	if e.Err != nil {
 		return nil, fmt.Errorf("laplace: building the evidence terms: %w", e.Err)
 	}
@@ -187,7 +195,7 @@ func (lg *likGraph) newtonTerms(f []float64) (ll float64, grad, hess []float64, 
 // derivatives: a step likelihood (robust-max, additive step noise) is
 // piecewise constant in f, and its closed form at zero variance divides by
 // the zero standard deviation.
-var errNoDerivatives = errors.New("laplace: the derivatives of log p(y | f) are not finite (a step likelihood such as robust-max has none); use the svi or ep engine")
+var errNoDerivatives = errors.New("laplace: log p(y | f) or its derivatives are not finite (a step likelihood such as robust-max has none: its closed form divides by the zero variance); use the svi or ep engine")
 
 func finite(v []float64) error {
 	for _, x := range v {

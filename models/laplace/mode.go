@@ -108,7 +108,7 @@ func (p *problem) findMode(ctx context.Context, L []*mat.Dense, v0 []float64) (*
 			return nil, err
 		}
 		if math.IsNaN(ll) || math.IsInf(ll, 0) {
-			return nil, fmt.Errorf("laplace: log p(y | f) is %v at Newton iteration %d", ll, it)
+			return nil, fmt.Errorf("%w (log p(y | f) = %v at Newton iteration %d)", errNoDerivatives, ll, it)
 		}
 		m.ll, m.grad, m.hess, m.iters = ll, grad, hess, it
 		m.psi = ll - 0.5*dot(m.V, m.V)
