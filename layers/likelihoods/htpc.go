@@ -171,6 +171,64 @@ func (l *HeavyTailed) Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
 	return G.ApplyOp(mcHTPCOp{n: n, c: c, k: half}, mu, v, b, tn)
 }
 
+// PredictJoint implements JointPredictor: E[softmax(b ⊙ τ(g))] for
+// g ~ N(μ_i, S_i) with the cross-class covariances that the Laplace
+// posterior carries (they are strong: HTPC's classes compete through the
+// softmax), over Draws antithetic draws, the same for every row.
+func (l *HeavyTailed) PredictJoint(mu, chol []float64, n, c int) ([]float64, error) {
+	if l.B == nil || l.B.Shape[0] != c {
+		return nil, fmt.Errorf("likelihoods: htpc has %d latent values per row but its scales are not sized for them", c)
+	}
+	if len(mu) != n*c || len(chol) != n*c*c {
+		return nil, fmt.Errorf("likelihoods: htpc PredictJoint got %d means and %d factor entries for %d rows of %d", len(mu), len(chol), n, c)
+	}
+	b := make([]float64, c)
+	for k := range b {
+		b[k] = l.B.Value(k)
+	}
+	half := l.draws() / 2
+	rng := rand.New(rand.NewPCG(l.Seed, 0x4854504325))
+	z := make([]float64, half*c)
+	for i := range z {
+		z[i] = rng.NormFloat64()
+	}
+	out := make([]float64, n*c)
+	g, f := make([]float64, c), make([]float64, c)
+	for j := range n {
+		ch := chol[j*c*c : (j+1)*c*c]
+		p := out[j*c : (j+1)*c]
+		for s := range half {
+			zs := z[s*c : (s+1)*c]
+			for sign := -1.0; sign <= 1; sign += 2 {
+				for k := range c {
+					v := mu[j*c+k]
+					for t := 0; t <= k; t++ {
+						v += sign * ch[k*c+t] * zs[t]
+					}
+					g[k] = v
+				}
+				mx := math.Inf(-1)
+				for k := range c {
+					f[k] = b[k] * tau(g[k])
+					mx = math.Max(mx, f[k])
+				}
+				var zsum float64
+				for k := range f {
+					f[k] = math.Exp(f[k] - mx)
+					zsum += f[k]
+				}
+				for k := range f {
+					p[k] += f[k] / zsum
+				}
+			}
+		}
+		for k := range p {
+			p[k] /= float64(2 * half)
+		}
+	}
+	return out, nil
+}
+
 // mcHTPCOp averages softmax(b ⊙ τ(μ ± √ν ⊙ t)) over antithetic draws t.
 type mcHTPCOp struct {
 	noGradOp

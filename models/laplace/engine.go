@@ -401,6 +401,7 @@ func (o *objective) install(md *mode) error {
 	} else {
 		cov = o.p.posteriorCov(md)
 	}
+	o.keepState(cov)
 	for c := range l {
 		mean := post.Mean[c].Data
 		src := md.F
