@@ -11,7 +11,6 @@ import (
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/models"
-	"github.com/gpc-dev/gpc/models/htpc"
 	"github.com/gpc-dev/gpc/models/rmgpc"
 )
 
@@ -27,7 +26,6 @@ func init() {
 var externalModels = map[string]string{
 	"rmgpc": "robust multi-class GP by EP, outlier indicators under Beta(1, 9) (paper 003)",
 	"smgpc": "the same by EP with ρ ≡ 0 and a latent noise per class (paper 003's SMGPC)",
-	"htpc":  "heavy-tailed process classifier by Laplace (paper 003's HTPC baseline)",
 }
 
 // externalModel is a fitted model of one of those engines.
@@ -60,8 +58,6 @@ func trainExternal(ctx context.Context, name, trainPath, out string, quiet bool,
 	switch name {
 	case "rmgpc", "smgpc":
 		m, err = rmgpc.Fit(ctx, ds, rmgpc.Config{SMGPC: name == "smgpc"})
-	case "htpc":
-		m, err = htpc.Fit(ds, htpc.Config{})
 	default:
 		return fmt.Errorf("gpc train: %q is not an external model", name)
 	}
@@ -88,7 +84,7 @@ type loadedExternal struct {
 	rm   *rmgpc.Model
 }
 
-// loadExternal reads path if it is an RMGPC or HTPC model file; (nil, nil)
+// loadExternal reads path if it is an RMGPC model file; (nil, nil)
 // means it is not one (a models file, say), so the caller loads it as usual.
 func loadExternal(path string) (*loadedExternal, error) {
 	b, err := os.ReadFile(path)
@@ -113,11 +109,8 @@ func loadExternal(path string) (*loadedExternal, error) {
 		}
 		return &loadedExternal{m: m, d: m.D, c: m.C, name: name, rm: m}, nil
 	case "gpc-htpc":
-		m, err := htpc.Load(path)
-		if err != nil {
-			return nil, err
-		}
-		return &loadedExternal{m: m, d: m.D, c: m.Classes, name: "htpc"}, nil
+		// HTPC is a preset now, saved as gpc-model.
+		return nil, fmt.Errorf("%s: an HTPC model in the retired gpc-htpc format; retrain it with gpc train --model htpc", path)
 	}
 	return nil, nil
 }
@@ -161,7 +154,7 @@ training row of an RMGPC model (gpc train --model rmgpc), in file order.`)
 	return err
 }
 
-// externalTrainArgs recognises `gpc train --model rmgpc|smgpc|htpc …` and
+// externalTrainArgs recognises `gpc train --model rmgpc|smgpc …` and
 // parses the flags those engines take (--train, --out, --quiet); ok is
 // false for every other model, which parseTrain handles.
 func externalTrainArgs(args []string) (name, train, out string, quiet, ok bool, err error) {

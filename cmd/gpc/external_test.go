@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// gpc train --model rmgpc|smgpc|htpc, gpc predict on their files, and gpc
+// gpc train --model rmgpc|smgpc|htpc (htpc through the ordinary train
+// path, a gpc-model file), gpc predict on their files, and gpc
 // outliers, which only an RMGPC model answers.
 func TestExternalModels(t *testing.T) {
 	dir := t.TempDir()

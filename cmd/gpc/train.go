@@ -109,7 +109,7 @@ func modelHelp() string {
 	for _, p := range models.Presets() {
 		fmt.Fprintf(&b, "  %-9s %s\n", p.Name, p.Summary)
 	}
-	for _, name := range []string{"rmgpc", "smgpc", "htpc"} {
+	for _, name := range []string{"rmgpc", "smgpc"} {
 		fmt.Fprintf(&b, "  %-9s %s (takes only --train, --out, --quiet)\n", name, externalModels[name])
 	}
 	return b.String()
@@ -180,7 +180,7 @@ adadelta) checkpoints.`)
 	inducing := f.Int("inducing", 100, "inducing points per class, `M` (capped at the training size)")
 	lr := f.Float64("lr", 0.01, "Adam learning `rate`")
 	seed := f.Uint64("seed", 0, "random `seed` (initialisation, shuffling, sampling)")
-	kernel := f.String("kernel", "se", "`kernel`: "+strings.Join(kernelNames, ", "))
+	kernel := f.String("kernel", "", "`kernel`: "+strings.Join(kernelNames, ", ")+" (default: the model's, else se)")
 	degree := f.Int("degree", 9, "polynomial kernel `degree` (with --kernel poly)")
 	f.StringVar(&hidden, "hidden", "50", "nimgp-nn: hidden layer `sizes`, comma-separated")
 	residual := f.Bool("residual", false, "nimgp-nn: start q(x) at the observed input (residual networks)")
@@ -228,7 +228,7 @@ adadelta) checkpoints.`)
 	case a.checkpointEvery < 0:
 		return nil, usagef("--checkpoint-every %v: the interval must not be negative", a.checkpointEvery)
 	}
-	known := false
+	known := *kernel == ""
 	for _, k := range kernelNames {
 		known = known || k == *kernel
 	}
