@@ -363,3 +363,22 @@ func TestSupports(t *testing.T) {
 		t.Errorf("robustmax under laplace: %v", err)
 	}
 }
+
+// The htpc likelihood is an ordinary part: under svi its Monte Carlo
+// expected log-likelihood gives the ELBO a correct gradient (b included).
+func TestHTPCLikelihoodUnderSVI(t *testing.T) {
+	rep, err := models.CheckGradients(models.Options{Likelihood: models.LikelihoodOptions{Name: "htpc"}}, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(rep.MaxRelErr < 1e-6) {
+		t.Errorf("ELBO gradient: %s", rep.Worst())
+	}
+	found := false
+	for _, p := range rep.Params {
+		found = found || p.Name == "htpc/b"
+	}
+	if !found {
+		t.Error("htpc/b was not among the checked parameters")
+	}
+}
