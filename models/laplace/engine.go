@@ -149,6 +149,7 @@ type objective struct {
 		v    []float64
 	}
 	progress func(eval int, e float64, m *mode, err error)
+	trace    func(eval int, loss float64) error
 }
 
 func newObjective(ctx context.Context, m *models.Model, train *datasets.Dataset, set Settings) (*objective, error) {
@@ -314,6 +315,15 @@ func (o *objective) Step(solvers.Batch) (float64, [][]float64, error) {
 	if o.progress != nil {
 		o.progress(o.evals, m.evidence, m, nil)
 	}
+	if o.trace != nil {
+		// The caller scores the model along the optimisation (FitConfig.Trace).
+		if err := o.install(m); err != nil {
+			return 0, nil, err
+		}
+		if err := o.trace(o.evals, -m.evidence); err != nil {
+			return 0, nil, err
+		}
+	}
 	return -m.evidence, o.gbuf, nil
 }
 
@@ -321,7 +331,9 @@ func (o *objective) Step(solvers.Batch) (float64, [][]float64, error) {
 // Train.Epochs iterations and twice as many evaluations, FitConfig's
 // MaxIterations if smaller), Newton warm-started from the previous mode at
 // each evaluation; the best evaluated point is kept, and the Gaussian at
-// its mode becomes q(f).
+// its mode becomes q(f). FitConfig.Progress gets a line per evaluation,
+// FitConfig.Trace is called after each successful one with q(f) set to its
+// Laplace approximation, and Callback once at the end.
 func (e Engine) Fit(ctx context.Context, m *models.Model, train *datasets.Dataset, cfg models.FitConfig) error {
 	set := e.Settings.withDefaults()
 	start := time.Now()
@@ -339,6 +351,7 @@ func (e Engine) Fit(ctx context.Context, m *models.Model, train *datasets.Datase
 			fmt.Fprintf(cfg.Progress, "laplace: evaluation %d  log evidence %.6f  Newton %d  λmin(A) %.3g  %.1fs\n", eval, ev, md.iters, md.minEig, time.Since(start).Seconds())
 		}
 	}
+	o.trace = cfg.Trace
 	iters := m.Opts.Train.Epochs
 	if cfg.MaxIterations > 0 && cfg.MaxIterations < iters {
 		iters = cfg.MaxIterations

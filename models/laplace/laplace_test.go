@@ -382,3 +382,35 @@ func TestHTPCLikelihoodUnderSVI(t *testing.T) {
 		t.Error("htpc/b was not among the checked parameters")
 	}
 }
+
+// FitConfig.Trace sees every successful evaluation with q(f) installed,
+// its loss the negative evidence, ending at the fit's.
+func TestTrace(t *testing.T) {
+	ds := blobs(20, 2, 7, 1)
+	m, err := models.New(models.Options{Likelihood: models.LikelihoodOptions{Name: "logit"}, Posterior: models.PosteriorOptions{Family: "full"}, Inference: "laplace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var losses []float64
+	var final float64
+	cfg := models.FitConfig{
+		Trace: func(_ int, loss float64) error {
+			if _, err := m.Predict(ds.X[:2], 1, nil); err != nil {
+				return err
+			}
+			losses = append(losses, loss)
+			return nil
+		},
+		Callback: func(e models.Epoch) error { final = e.Loss; return nil },
+	}
+	if err := m.Fit(context.Background(), ds, cfg); err != nil {
+		t.Fatal(err)
+	}
+	best := math.Inf(1)
+	for _, l := range losses {
+		best = math.Min(best, l)
+	}
+	if len(losses) < 2 || math.Abs(best-final) > 1e-9*math.Abs(final) {
+		t.Errorf("%d traced evaluations, best loss %v, final %v", len(losses), best, final)
+	}
+}
