@@ -57,8 +57,10 @@ type Options struct {
 	// "sparse" family EP on the FITC prior, i.e. generalised FITC; kernel
 	// hyper-parameters and Z maximise the EP evidence by L-BFGS, one
 	// iteration per epoch), "mf" (the SVGP paper's sparse mean-field
-	// bound, probit only), or one a package registered. Empty takes the
-	// preset's engine; another engine must support the preset's parts.
+	// bound, probit only), or one a package registered, such as "laplace"
+	// (models/laplace: the Laplace approximation for any likelihood on the
+	// full family). Empty takes the preset's engine; another engine must
+	// support the preset's parts.
 	Inference string
 	// EP configures the "ep" engine.
 	EP    EPOptions

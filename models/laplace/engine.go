@@ -124,8 +124,9 @@ func (Engine) FullBatch(*models.Model) bool { return true }
 // GradientOrders implements models.GradientChecker: the evidence's gradient.
 func (Engine) GradientOrders() []int { return []int{1} }
 
-// maxRows bounds the training size: the Newton system is nL×nL, dense.
-const maxRows = 5000
+// maxLatent bounds n·L, the size of the dense Newton system (nL×nL, some
+// 300 MB at the bound) and of the posterior covariance.
+const maxLatent = 6000
 
 // objective is minus the Laplace evidence of a model's parameters, for
 // solvers.TrainLBFGS.
@@ -157,11 +158,11 @@ func newObjective(ctx context.Context, m *models.Model, train *datasets.Dataset,
 	if post == nil || len(m.Kernels()) == 0 {
 		return nil, errors.New("laplace: the model is not initialised")
 	}
-	if train.N > maxRows {
-		return nil, fmt.Errorf("laplace: the Laplace engine is dense (an nL×nL Newton system); %d training rows exceed its limit of %d", train.N, maxRows)
-	}
 	lik := m.Likelihood()
 	l := lik.Latent(m.C)
+	if train.N*l > maxLatent {
+		return nil, fmt.Errorf("laplace: the Laplace engine is dense (an nL×nL Newton system): %d rows × %d latent functions exceed its limit of %d latent values; use the svi engine", train.N, l, maxLatent)
+	}
 	if l != len(m.Kernels()) || l != post.Latent {
 		return nil, fmt.Errorf("laplace: %d latent functions, %d kernels and a posterior over %d", l, len(m.Kernels()), post.Latent)
 	}
