@@ -45,9 +45,17 @@ func (p *problem) posteriorCov(m *mode) *mat.Dense {
 	var la mat.TriDense
 	m.chA.LTo(&la)
 	blas64.Trsm(blas.Left, blas.NoTrans, 1, la.RawTriangular(), z.RawMatrix())
-	var sigma mat.Dense
-	sigma.Mul(z.T(), z)
-	return &sigma
+	// Σ = ZᵀZ by a symmetric rank-k update (half a general product's work),
+	// then mirrored: callers index both triangles.
+	sigma := mat.NewDense(N, N, nil)
+	sr := sigma.RawMatrix()
+	blas64.Syrk(blas.Trans, 1, z.RawMatrix(), 0, blas64.Symmetric{Uplo: blas.Upper, N: N, Data: sr.Data, Stride: sr.Stride})
+	for i := range N {
+		for j := i + 1; j < N; j++ {
+			sr.Data[j*sr.Stride+i] = sr.Data[i*sr.Stride+j]
+		}
+	}
+	return sigma
 }
 
 // gradient is dE/dθ per trainable kernel parameter and dE/dβ per trainable
