@@ -12,7 +12,6 @@ import (
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/models"
-	"github.com/gpc-dev/gpc/models/htpc"
 )
 
 // The robust multi-class GPC paper (Hernández-Lobato et al. 2011): family
@@ -28,9 +27,7 @@ func init() {
 		Fitters: map[string]Fitter{
 			"rmgpc": presetFitter,
 			"smgpc": presetFitter,
-			"htpc": func(ctx context.Context, train *datasets.Dataset, r Run) (Predictor, error) {
-				return htpc.Fit(train, htpc.Config{})
-			},
+			"htpc":  presetFitter,
 		},
 		Validate: func(s *Spec) error {
 			for i, d := range s.Datasets {

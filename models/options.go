@@ -54,8 +54,10 @@ type Options struct {
 	// as robustmax-rho) multi-latent EP on the full prior; kernel
 	// hyper-parameters and Z maximise the EP evidence by L-BFGS, one
 	// iteration per epoch), "mf" (the SVGP paper's sparse mean-field
-	// bound, probit only), or one a package registered. Empty takes the
-	// preset's engine; another engine must support the preset's parts.
+	// bound, probit only), or one a package registered, such as "laplace"
+	// (models/laplace: the Laplace approximation for any likelihood on the
+	// full family). Empty takes the preset's engine; another engine must
+	// support the preset's parts.
 	Inference string
 	// EP configures the "ep" engine.
 	EP    EPOptions
@@ -249,6 +251,9 @@ func (o Options) Resolve() (Options, error) {
 	p, ok := LookupPreset(o.Model)
 	if !ok {
 		return o, fmt.Errorf("models: unknown model %q (want one of %s)", o.Model, presetList())
+	}
+	if p.Defaults != nil {
+		p.Defaults(&o)
 	}
 	switch {
 	case o.Inputs.Model == "":

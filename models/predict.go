@@ -151,6 +151,16 @@ func (m *Model) predict(ctx context.Context, x []float64, n int, noise []float64
 	if p, ok := m.engine.(Predictor); ok {
 		return p.Predict(ctx, m, x, n, noise)
 	}
+	return m.PredictPosterior(ctx, x, n, noise)
+}
+
+// PredictPosterior predicts through q(u) by the framework's rule, whatever
+// the engine: a Predictor engine whose own rule serves only some fits (say,
+// a joint predictive over several latent functions that the engine kept
+// for some likelihoods) hands the others back here. Like
+// Predictor.Predict, it takes the test inputs in the model's units
+// (standardised when the model standardises).
+func (m *Model) PredictPosterior(ctx context.Context, x []float64, n int, noise []float64) ([]float64, error) {
 	if s, ok := m.inputs.(inputs.Sampler); ok {
 		return m.predictSampled(ctx, s, x, n, noise)
 	}

@@ -38,6 +38,11 @@ type Preset struct {
 	// non-zero field fills the same field of Options.Train when that is
 	// zero; the rest take Defaults'.
 	Train TrainOptions
+	// Defaults, if set, fills options the caller left zero with the
+	// preset's own settings (its kernel, the kernel's starting values, the
+	// jitter), before the general defaults fill the rest. It must only
+	// fill zero fields, so that it can run again on stored options.
+	Defaults func(o *Options) `json:"-"`
 	// Order places the preset in listings (the papers' order: 1.x the
 	// noisy-input paper, 2.x the SVGP paper, …); ties keep registration order.
 	Order float64

@@ -49,6 +49,18 @@ type UnitProbit interface {
 	UnitProbit() bool
 }
 
+// JointPredictor is implemented by multi-latent likelihoods that predict
+// from a joint Gaussian over each row's L latent values: an engine whose
+// posterior couples the latent functions (Laplace's, through the
+// likelihood's Hessian) passes it the correlations that Predict's
+// independent marginals drop.
+type JointPredictor interface {
+	// PredictJoint returns the n×C class probabilities (row-major) for
+	// latent values f_i ~ N(mu_i, S_i): mu is n×L and chol holds the lower
+	// Cholesky factors of the S_i, n blocks of L×L, row-major.
+	PredictJoint(mu, chol []float64, n, latent int) ([]float64, error)
+}
+
 // ClassCounter is implemented by likelihoods defined for one number of
 // classes only (a binary likelihood: 2), so that a model can refuse data
 // with another number before training.

@@ -219,3 +219,16 @@ func softmaxGraph(args []*G.Node, c, sm int) (*G.Node, error) {
 func (l *Softmax) Predict(s *layers.Scope, mu, v *G.Node) (*G.Node, error) {
 	return (&GumbelSoftmax{Draws: l.Draws, Seed: l.Seed}).Predict(s, mu, v)
 }
+
+// LogLik implements Pointwise: log softmax(f)_y per row, exactly. The
+// Monte Carlo expectation at zero variance has the same value and gradient
+// but its draws' √ν makes the second derivative 0·∞ at ν = 0.
+func (l *Softmax) LogLik(s *layers.Scope, f, y *G.Node) (*G.Node, error) {
+	if f.Dims() != 2 || y.Dims() != 2 || !f.Shape().Eq(y.Shape()) {
+		return nil, fmt.Errorf("likelihoods: softmax LogLik wants n×C latent values and one-hot targets of one shape, got %v and %v", f.Shape(), y.Shape())
+	}
+	e := &graph.Chain{}
+	lse := e.Do(logSumExpRows(f))
+	fy := e.Do(G.Sum(e.Do(G.HadamardProd(y, f)), 1))
+	return e.Do(G.Sub(fy, lse)), e.Err
+}

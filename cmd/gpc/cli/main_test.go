@@ -156,7 +156,7 @@ func TestHelp(t *testing.T) {
 	}
 	// Every model gpc train accepts, with its summary: the overall help
 	// once listed only the first paper's four.
-	for _, name := range append(models.PresetNames(), "rmgpc", "smgpc", "htpc") {
+	for _, name := range append(models.PresetNames(), "rmgpc", "smgpc") {
 		if !strings.Contains(stdout, "  "+name+" ") {
 			t.Errorf("gpc help does not list the model %s:\n%s", name, stdout)
 		}

@@ -47,10 +47,8 @@ in file order.`)
 	if *model == "" {
 		return usagef("missing --model")
 	}
-	if ext, err := loadExternal(*model); err != nil {
+	if err := retiredFormat(*model); err != nil {
 		return err
-	} else if ext != nil {
-		return fmt.Errorf("%s: a %s model has no outlier indicators (its engine does not implement models.OutlierReporter); train one with gpc train --model rmgpc", *model, ext.name)
 	}
 	m, err := models.Load(*model, nil)
 	if err != nil {

@@ -89,10 +89,8 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := checkOutput(a.out, "plot.png", a.input, a.model); err != nil {
 		return err
 	}
-	if ext, err := loadExternal(a.model); err != nil {
+	if err := retiredFormat(a.model); err != nil {
 		return err
-	} else if ext != nil {
-		return fmt.Errorf("%s: gpc plot draws models trained by gpc train", a.model)
 	}
 	m, err := models.Load(a.model, nil)
 	if err != nil {

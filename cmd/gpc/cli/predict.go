@@ -89,10 +89,8 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := checkOutput(a.out, "probs.csv", a.input, a.model, a.noise.file); err != nil {
 		return err
 	}
-	if ext, err := loadExternal(a.model); err != nil {
+	if err := retiredFormat(a.model); err != nil {
 		return err
-	} else if ext != nil {
-		return predictExternal(ctx, ext, a, stdout)
 	}
 	m, err := models.Load(a.model, nil)
 	if err != nil {

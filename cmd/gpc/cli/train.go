@@ -111,9 +111,6 @@ func modelHelp() string {
 	for _, p := range models.Presets() {
 		fmt.Fprintf(&b, "  %-9s %s\n", p.Name, p.Summary)
 	}
-	for _, name := range []string{"htpc"} {
-		fmt.Fprintf(&b, "  %-9s %s (takes only --train, --out, --quiet)\n", name, externalModels[name])
-	}
 	return b.String()
 }
 
@@ -305,12 +302,6 @@ draws of an uninterrupted run) checkpoint.`)
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if name, train, out, quiet, ok, err := externalTrainArgs(args); ok {
-		if err != nil {
-			return err
-		}
-		return trainExternal(ctx, name, train, out, quiet, stderr)
-	}
 	a, err := parseTrain(args, stdout)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package htpc
+package likelihoods
 
 import (
 	"fmt"
@@ -70,7 +70,7 @@ func tauDeriv(k int, g float64) float64 {
 		p2 := -c + a*a*c + a*s*s + 2*s*s*p
 		t = s * (-p*p*p + 3*p*p1 - p2)
 	default:
-		panic(fmt.Sprintf("htpc: derivative %d of τ not available", k))
+		panic(fmt.Sprintf("likelihoods: derivative %d of τ not available", k))
 	}
 	return sign * (2 / math.Pi) * t
 }
@@ -119,10 +119,10 @@ type tauOp struct {
 // tauNode returns τ^(k)(x) elementwise.
 func tauNode(x *G.Node, k int) (*G.Node, error) {
 	if x.Dtype() != tensor.Float64 {
-		return nil, fmt.Errorf("htpc: τ of %v with dtype %v, want float64", x.Name(), x.Dtype())
+		return nil, fmt.Errorf("likelihoods: τ of %v with dtype %v, want float64", x.Name(), x.Dtype())
 	}
 	if k > maxTauDeriv {
-		return nil, fmt.Errorf("htpc: derivative %d of τ requested; only %d are implemented", k, maxTauDeriv)
+		return nil, fmt.Errorf("likelihoods: derivative %d of τ requested; only %d are implemented", k, maxTauDeriv)
 	}
 	return G.ApplyOp(tauOp{k: k, dims: x.Dims()}, x)
 }
@@ -141,7 +141,7 @@ func (op tauOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	if s, ok := in[0].(tensor.Shape); ok {
 		return s.Clone(), nil
 	}
-	return nil, fmt.Errorf("htpc: cannot infer the shape of τ from %T", in[0])
+	return nil, fmt.Errorf("likelihoods: cannot infer the shape of τ from %T", in[0])
 }
 
 func (op tauOp) Do(vs ...G.Value) (G.Value, error) {
@@ -159,7 +159,7 @@ func (op tauOp) Do(vs ...G.Value) (G.Value, error) {
 func (op tauOp) ReturnsPtr() bool     { return false }
 func (op tauOp) CallsExtern() bool    { return false }
 func (op tauOp) OverwritesInput() int { return -1 }
-func (op tauOp) String() string       { return fmt.Sprintf("htpc.tau%d{%dd}", op.k, op.dims) }
+func (op tauOp) String() string       { return fmt.Sprintf("likelihoods.htpctau%d{%dd}", op.k, op.dims) }
 
 // WriteHash names every parameter: Gorgonia merges nodes whose ops hash
 // equal, and τ⁽¹⁾ must not be merged with τ⁽²⁾.

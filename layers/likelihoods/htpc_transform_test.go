@@ -1,4 +1,4 @@
-package htpc
+package likelihoods
 
 import (
 	"math"
