@@ -73,7 +73,7 @@ func init() {
 // liuSetting is what a liu_uci setting name selects.
 type liuSetting struct {
 	rowIndex bool
-	kernel   string // "" (RBF) or "matern52+rbf"
+	kernel   string // "" (RBF), "matern52+rbf" or one of its start ablations
 }
 
 // liuSettings are the setting names liu_uci accepts.
@@ -81,6 +81,25 @@ var liuSettings = map[string]liuSetting{
 	"clean":        {},
 	"row_index":    {rowIndex: true},
 	"matern52+rbf": {kernel: "matern52+rbf"},
+	// Ablations of how Table V's two kernel parts start (the paper gives
+	// the length-scales, not which part gets which): the Matérn part at √d
+	// and the RBF part at 0.1·√d, and both at 0.1·√d.
+	"matern52+rbf-swap":  {kernel: "matern52+rbf-swap"},
+	"matern52+rbf-short": {kernel: "matern52+rbf-short"},
+}
+
+// maternRBFAt is Table V's kernel (models.AdditiveMaternRBF) with the
+// Matérn-5/2 and RBF parts started at GPflow length-scales m·√d and r·√d
+// (ℓ_j = m²·d and r²·d here, where ℓ_j divides squared distances), both at
+// σ² = 5; only the RBF part carries the white noise.
+func maternRBFAt(m, r float64) models.KernelFactory {
+	return func(name string, d int, init models.KernelInit) kernels.Kernel {
+		mat, err := kernels.NewMatern(name+"/m52", 2.5, d, m*m*float64(d), models.AppendixDVariance, 0)
+		if err != nil {
+			panic(err) // ν = 2.5 is supported
+		}
+		return kernels.Sum{mat, kernels.NewSE(name+"/rbf", d, r*r*float64(d), models.AppendixDVariance, init.Noise)}
+	}
 }
 
 func liuSettingNames() []string {
@@ -225,8 +244,13 @@ func liuIterations(b Budget, n int) int {
 // D's settings, with the setting's kernel.
 func liuOptions(r Run, nTotal int, seed uint64, st liuSetting) models.Options {
 	o := models.AppendixD(modelOptions(r, nTotal, seed))
-	if st.kernel == "matern52+rbf" {
+	switch st.kernel {
+	case "matern52+rbf":
 		o.Kernel.Factory = models.AdditiveMaternRBF
+	case "matern52+rbf-swap":
+		o.Kernel.Factory = maternRBFAt(1, 0.1)
+	case "matern52+rbf-short":
+		o.Kernel.Factory = maternRBFAt(0.1, 0.1)
 	}
 	return o
 }
