@@ -83,6 +83,25 @@ var liuSettings = map[string]liuSetting{
 	"clean":        {},
 	"row_index":    {rowIndex: true},
 	"matern52+rbf": {kernel: models.AdditiveMaternRBF},
+	// Ablations of how Table V's two kernel parts start (the paper gives
+	// the length-scales, not which part gets which): the Matérn part at √d
+	// and the RBF part at 0.1·√d, and both at 0.1·√d.
+	"matern52+rbf-swap":  {kernel: maternRBFAt(1, 0.1)},
+	"matern52+rbf-short": {kernel: maternRBFAt(0.1, 0.1)},
+}
+
+// maternRBFAt is Table V's kernel (models.AdditiveMaternRBF) with the
+// Matérn-5/2 and RBF parts started at GPflow length-scales m·√d and r·√d
+// (ℓ_j = m²·d and r²·d here, where ℓ_j divides squared distances), both at
+// σ² = 5; only the RBF part carries the white noise.
+func maternRBFAt(m, r float64) models.KernelFactory {
+	return func(name string, d int, init models.KernelInit) kernels.Kernel {
+		mat, err := kernels.NewMatern(name+"/m52", 2.5, d, m*m*float64(d), models.AppendixDVariance, 0)
+		if err != nil {
+			panic(err) // ν = 2.5 is supported
+		}
+		return kernels.Sum{mat, kernels.NewSE(name+"/rbf", d, r*r*float64(d), models.AppendixDVariance, init.Noise)}
+	}
 }
 
 func liuSettingNames() []string {

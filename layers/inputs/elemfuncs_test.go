@@ -9,11 +9,12 @@ import (
 )
 
 // The slice forms the ops run (FB, DFB) agree with the per-element forms
-// (F, DF) of the NIMGP input terms and the reparameterised sample.
+// (F, DF) of the NIMGP input terms, the reparameterised sample and the
+// log-variance floor.
 func TestElemFuncForms(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
-	for _, f := range []*graph.ElemFunc{inputTermsFunc(1000), reparam} {
-		k := map[string]int{"reparam": 3}[f.Name]
+	for _, f := range []*graph.ElemFunc{inputTermsFunc(1000), reparam, logVarFloor} {
+		k := map[string]int{"reparam": 3, "logVarFloor": 1}[f.Name]
 		if k == 0 {
 			k = 6
 		}
@@ -25,9 +26,17 @@ func TestElemFuncForms(t *testing.T) {
 				args[a][e] = rng.NormFloat64()
 			}
 		}
+		if k == 1 { // log-variances on both sides of the floor
+			for e := range args[0] {
+				args[0][e] = minLogVar + 100*args[0][e]
+			}
+		}
 		// q and W = 1/V (and √q's argument) must be positive; log V matches W.
 		pos := map[int]bool{1: true}
-		if k == 6 {
+		switch k {
+		case 1:
+			pos = nil
+		case 6:
 			pos = map[int]bool{3: true, 4: true}
 		}
 		for a := range pos {

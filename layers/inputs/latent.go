@@ -115,12 +115,7 @@ func sampleLatent(b Batch, f Conditional, n *Noise, s float64, mu, logv *G.Node)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// One exponential per element, shared by the sample and the ELBO terms.
-	q, err := graph.Exp(logv)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	x, err := graph.Map(reparam, mu, q, eps)
+	q, x, err := latentSample(mu, logv, eps)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -129,6 +124,73 @@ func sampleLatent(b Batch, f Conditional, n *Noise, s float64, mu, logv *G.Node)
 	}
 	fm, fv, err = f.Marginals(x)
 	return fm, fv, extra, err
+}
+
+// minLogVar is the least log-variance whose e^ℓ is positive: math.Exp's
+// underflow bound, where e^ℓ is the least subnormal, 5e-324.
+const minLogVar = -7.45133219101941108420e+02
+
+// latentSample returns q = e^max(ℓ, minLogVar) and the draw x = μ + √q·ε.
+// One exponential per element is shared by the sample and the ELBO terms.
+// Without the floor an ℓ below minLogVar makes q exactly 0: the value stays
+// finite (x = μ), but the sample's partial ε/(2√q) is infinite and the
+// exponential's chain rule multiplies it by q = 0, so ℓ's gradient is NaN.
+// NIMGP_NN's log-variance network reached such an ℓ in Table 7 at noise
+// 0.5. Below the floor q no longer moves with ℓ, and the −½ℓ of the input
+// terms (which take ℓ itself) pulls ℓ back up. At or above the floor the
+// floor passes ℓ and its gradient unchanged (a product by 1), so values
+// and gradients are those of e^ℓ bit for bit.
+func latentSample(mu, logv, eps *G.Node) (q, x *G.Node, err error) {
+	floored, err := graph.Map(logVarFloor, logv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if q, err = graph.Exp(floored); err != nil {
+		return nil, nil, err
+	}
+	if x, err = graph.Map(reparam, mu, q, eps); err != nil {
+		return nil, nil, err
+	}
+	return q, x, nil
+}
+
+// logVarFloor is max(ℓ, minLogVar), with partial 1 at and above the floor
+// and 0 below it; a NaN passes through.
+var logVarFloor = &graph.ElemFunc{
+	Name: "logVarFloor",
+	F: func(x []float64) float64 {
+		if x[0] < minLogVar {
+			return minLogVar
+		}
+		return x[0]
+	},
+	DF: func(x, d []float64) {
+		d[0] = 1
+		if x[0] < minLogVar {
+			d[0] = 0
+		}
+	},
+	FB: func(a [][]float64, out []float64) {
+		for e, l := range a[0][:len(out)] {
+			if l < minLogVar {
+				l = minLogVar
+			}
+			out[e] = l
+		}
+	},
+	DFB: func(a [][]float64, _ int, out []float64) {
+		for e, l := range a[0][:len(out)] {
+			out[e] = 1
+			if l < minLogVar {
+				out[e] = 0
+			}
+		}
+	},
+	Stock: func(in G.Nodes) (*G.Node, error) {
+		e := &graph.Chain{}
+		lo := G.NewConstant(minLogVar)
+		return e.Do(G.Add(e.Do(G.Rectify(e.Do(G.Sub(in[0], lo)))), lo)), e.Err
+	},
 }
 
 // gaussianInputTerms returns, per row, E_q log N(x̃ | x, V) − KL(q(x) ‖ N(0, s·I))
