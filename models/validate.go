@@ -170,7 +170,7 @@ func (m *Model) trainingMemory(n, d, c int) uint64 {
 	}
 	M := uint64(min(m.Opts.Posterior.Inducing, n))
 	b := uint64(min(m.Opts.Train.Batch, n))
-	if m.Opts.Inference == "ep" || m.Opts.Train.Optimizer == "lbfgs" {
+	if m.IsFullBatch() {
 		b = uint64(n)
 	}
 	return latent*(4*M*M+3*b*M)*f64 + uint64(n)*uint64(d)*f64
