@@ -54,6 +54,9 @@ func TestSpecsDryRun(t *testing.T) {
 func TestSpecPaperValuesComplete(t *testing.T) {
 	files, _ := filepath.Glob("*.yaml")
 	for _, f := range files {
+		if _, err := ReadCompareSpec(f); err == nil {
+			continue // a comparison spec has no paper tables
+		}
 		s, err := LoadSpec(f)
 		if err != nil {
 			t.Fatal(err)

@@ -36,7 +36,7 @@ func ExampleRegister() {
 	fmt.Println("registered:", kernels.Names())
 	// Output:
 	// k0/lengthscales = 5.23 (mean squared norm 10.46 over 2 inputs)
-	// registered: [linear matern32 matern32-iso matern52 matern52-iso poly scaled-linear se se-iso]
+	// registered: [linear matern32 matern32-iso matern52 matern52-iso poly scaled-linear se se-gamma se-iso]
 }
 
 // An expression combines registered kernels by + and *, with parentheses

@@ -69,7 +69,7 @@ func logLikCost(t *testing.T, name string, n, classes int, seed uint64) (cost, f
 // additive step noise): their log p(y | f) has no informative derivative,
 // and their closed forms at zero variance give NaN derivatives, which the
 // Laplace engine reports as an error. Known limit, pinned here.
-var stepLikelihoods = map[string]bool{"robustmax": true, "gpc1": true, "robustmax-learned": true, "robustmax-beta": true}
+var stepLikelihoods = map[string]bool{"robustmax": true, "gpc1": true, "robustmax-learned": true, "robustmax-beta": true, "robustmax-rho": true, "argmax": true}
 
 func TestLogLikDerivativesEveryLikelihood(t *testing.T) {
 	for _, name := range Names() {
