@@ -440,6 +440,10 @@ func (t TrainOptions) epochTol() float64 {
 	return DefaultEpochTol
 }
 
+// MaxDegree bounds a kernel's degree (Options.Kernel.Degree, gpc train
+// --degree), as an expression's poly(n) is bounded: far above the papers' 9.
+const MaxDegree = 1000
+
 // Optimizers are the svi engine's optimisers.
 var Optimizers = []string{"adam", "adadelta", "lbfgs"}
 
@@ -475,8 +479,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("models: EP damping %g outside (0, 1], or negative tolerance or sweeps", d)
 	}
 	switch {
-	case o.Kernel.Degree < 1:
-		return fmt.Errorf("models: polynomial degree %d", o.Kernel.Degree)
+	case o.Kernel.Degree < 1 || o.Kernel.Degree > MaxDegree:
+		return fmt.Errorf("models: polynomial degree %d (want 1 to %d)", o.Kernel.Degree, MaxDegree)
 	case o.Kernel.LatentNoise < 0 || math.IsNaN(o.Kernel.LatentNoise) || math.IsInf(o.Kernel.LatentNoise, 0):
 		return fmt.Errorf("models: latent noise %g (want a finite value ≥ 0)", o.Kernel.LatentNoise)
 	case o.Posterior.MeanSamples < 0 || o.Posterior.MeanSamples > 100000:
