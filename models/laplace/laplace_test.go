@@ -143,6 +143,7 @@ func TestGaussianLikelihoodIsExact(t *testing.T) {
 		Kernel:     models.KernelOptions{Factory: fixedIsoKernel(1, false)},
 		Likelihood: models.LikelihoodOptions{Custom: lik},
 		Posterior:  models.PosteriorOptions{Family: "full", Jitter: jitter},
+		Inputs:     models.InputOptions{NoStandardize: true}, // the closed form is in raw units
 		Inference:  "laplace",
 	})
 	if err != nil {

@@ -110,6 +110,11 @@ func (p *problem) findMode(ctx context.Context, L []*mat.Dense, v0 []float64) (*
 		if math.IsNaN(ll) || math.IsInf(ll, 0) {
 			return nil, fmt.Errorf("%w (log p(y | f) = %v at Newton iteration %d)", errNoDerivatives, ll, it)
 		}
+		if it == 0 && maxAbs(grad) == 0 && maxAbs(hess) == 0 {
+			// Piecewise constant in f (an exact step likelihood): the
+			// Gaussian at the mode would be the prior, whatever the labels.
+			return nil, fmt.Errorf("%w (its gradient and curvature are zero at every row)", errNoDerivatives)
+		}
 		m.ll, m.grad, m.hess, m.iters = ll, grad, hess, it
 		m.psi = ll - 0.5*dot(m.V, m.V)
 		gv := p.whitenedGrad(L, grad, m.V)
