@@ -60,6 +60,7 @@ func fitNLL(t *testing.T, o Options, train, test *datasets.Dataset) (float64, *F
 // rows, the NLL of a fit run to a hundred times tighter a tolerance with
 // five times the cap, and report that they converged.
 func TestDefaultTrainingConverges(t *testing.T) {
+	skipSequentialUnderRace(t)
 	if testing.Short() {
 		t.Skip("fits to convergence")
 	}
@@ -93,6 +94,7 @@ func TestDefaultTrainingConverges(t *testing.T) {
 // warns in one line naming the cap and the rise, and the saved model keeps
 // the report (a model file without one still loads).
 func TestUnconvergedFitSaysSo(t *testing.T) {
+	skipSequentialUnderRace(t)
 	train := curvedSet(100, 3)
 	for _, c := range []struct {
 		name string
@@ -160,6 +162,7 @@ func TestLBFGSFitProgress(t *testing.T) {
 // gpc train does), NoStandardize turns it off, and a file that did not
 // standardise loads as one that did not.
 func TestZeroOptionsStandardize(t *testing.T) {
+	skipSequentialUnderRace(t)
 	ds := curvedSet(60, 5)
 	for _, no := range []bool{false, true} {
 		o := Options{Model: "mgp", Posterior: PosteriorOptions{Inducing: 5}, Train: TrainOptions{Epochs: 2}}

@@ -24,6 +24,7 @@ type hidden struct {
 // moments' 1e-7 differences along the path (ten leave 0.005 apart), a
 // property of the unconverged optimiser, not of the moments.
 func TestEPByQuadrature(t *testing.T) {
+	skipSequentialUnderRace(t)
 	ds := syntheticSet(60, 2, 2, 11)
 	for i := range ds.N { // a label that depends on the inputs
 		ds.Y[i] = 0

@@ -5,3 +5,5 @@ package models
 import "testing"
 
 func skipFiniteDifferencesUnderRace(testing.TB) {}
+
+func skipSequentialUnderRace(testing.TB) {}

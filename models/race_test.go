@@ -13,3 +13,13 @@ func skipFiniteDifferencesUnderRace(t testing.TB) {
 	t.Helper()
 	t.Skip("finite-difference gradient checks run in the plain test run, not under the race detector")
 }
+
+// skipSequentialUnderRace skips a long sequential fit (a run to
+// convergence, a full EP fit on a real data set) under the race detector:
+// it has no concurrency the detector could check beyond what the short
+// fits exercise, runs in the plain test run, and under -race it multiplies
+// CI's time.
+func skipSequentialUnderRace(t testing.TB) {
+	t.Helper()
+	t.Skip("a long sequential fit runs in the plain test run, not under the race detector")
+}

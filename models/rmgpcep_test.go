@@ -76,6 +76,7 @@ func multiState(t *testing.T, m *Model) *MultiEPState {
 // site precisions. The prototype projected ρ's Beta by moments; the KL
 // projection used here moves log Z by 2e-4.
 func TestRMGPCGlassPrototypeGamma(t *testing.T) {
+	skipSequentialUnderRace(t)
 	ds := loadGlass(t)
 	fixed := func(name string, d int, _ KernelInit) kernels.Kernel {
 		k := kernels.NewIsoSE(name, 4.5)
@@ -114,6 +115,7 @@ func TestRMGPCGlassPrototypeGamma(t *testing.T) {
 // (it prints two decimals and its γ came from its own gradient ascent),
 // and the predictive rows must sum to one.
 func TestRMGPCGlassFit(t *testing.T) {
+	skipSequentialUnderRace(t)
 	if testing.Short() {
 		t.Skip("fits Glass (several seconds)")
 	}
@@ -187,6 +189,7 @@ func robustSynth(n int, flip float64, seed uint64) *datasets.Dataset {
 // noise) against Richardson-extrapolated central differences of the
 // converged evidence.
 func TestRMGPCCheckGradients(t *testing.T) {
+	skipFiniteDifferencesUnderRace(t)
 	for _, o := range []Options{
 		{Model: "rmgpc"},
 		{Model: "smgpc"},
