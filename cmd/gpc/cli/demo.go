@@ -153,8 +153,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		if err := m.Fit(ctx, train, models.FitConfig{Warnings: stderr}); err != nil {
-			logf("\n")
+		// Warnings (a fit stopped at the demo's short budget, say) follow
+		// the model's line rather than break it.
+		var warn strings.Builder
+		if err := m.Fit(ctx, train, models.FitConfig{Warnings: &warn}); err != nil {
+			logf("\n%s", warn.String())
 			if ctx.Err() != nil {
 				return fmt.Errorf("interrupted while training %s", k)
 			}
@@ -171,6 +174,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		row.Paper, row.HasPaper = paperTable1[k]
 		rows = append(rows, row)
 		logf(" %.1f s (training %.1f s, prediction %.1f s)\n", row.Seconds, fitSec, row.Seconds-fitSec)
+		if warn.Len() > 0 {
+			logf("          %s", warn.String())
+		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("interrupted")
 		}
