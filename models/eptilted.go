@@ -46,6 +46,11 @@ type quadTilted struct {
 	t, w    []float64
 	targets func(y float64) []float64
 	err     error
+	// nodes, lp and lr are the nodes, log p(y | f) there and the
+	// integrand's logarithm: EP calls TiltedMoments once per site per
+	// sweep, from one goroutine (the quadrature's graph is shared state
+	// anyway).
+	nodes, lp, lr []float64
 }
 
 func newQuadTilted(lik likelihoods.Likelihood, classes int) (*quadTilted, error) {
@@ -64,7 +69,7 @@ func newQuadTilted(lik likelihoods.Likelihood, classes int) (*quadTilted, error)
 	}
 	_, width := lik.Targets([]int{0}, classes)
 	g := G.NewGraph()
-	q := &quadTilted{s: layers.NewScope(g)}
+	q := &quadTilted{s: layers.NewScope(g), nodes: make([]float64, quadPoints), lp: make([]float64, quadPoints), lr: make([]float64, quadPoints)}
 	q.t, q.w = likelihoods.Hermite(quadPoints)
 	q.f = newFeed(g, "f", quadPoints, 1)
 	q.y = newFeed(g, "y", quadPoints, width)
@@ -106,8 +111,7 @@ func (q *quadTilted) logLik(y float64, f, out []float64) error {
 // TiltedMoments implements ep.Tilted. A failure of the graph (it has no
 // error return) yields NaN moments, which EP refuses, and is kept in err.
 func (q *quadTilted) TiltedMoments(y, m, v float64) (logZ, mean, variance float64) {
-	f := make([]float64, quadPoints)
-	lp := make([]float64, quadPoints)
+	f, lp, lr := q.nodes, q.lp, q.lr
 	moments := func(lr func(k int) float64) (z0, z1, z2 float64) {
 		// Log-sum-exp over the nodes: a likelihood of 1e-300 at every node
 		// still gives a finite log Z.
@@ -151,7 +155,6 @@ func (q *quadTilted) TiltedMoments(y, m, v float64) (logZ, mean, variance float6
 		return math.NaN(), math.NaN(), math.NaN()
 	}
 	top := math.Inf(-1)
-	lr := make([]float64, quadPoints)
 	for k := range f {
 		lr[k] = -0.5*math.Log(2*math.Pi*v) - (f[k]-m)*(f[k]-m)/(2*v) + lp[k]
 		top = math.Max(top, lr[k])

@@ -112,7 +112,9 @@ func (l *RobustMaxRho) MultiTiltedMoments(classes int, m, v []float64, logitZ fl
 	logO := -math.Log(float64(classes)) / float64(classes-1)
 	s := math.Sqrt(vy + vk)
 	a := (my - mk) / s
-	lphi := graph.LogNormCDFValue(a)
+	// log Φ(α), λ(α) and λ(α) + α from one evaluation, the last without
+	// the cancellation of λ(α) + α in the lower tail.
+	lphi, lam, lamGap := graph.LogNormCDFInvMillsValue(a)
 	logitSite = logO - lphi
 	w, omw := 1.0, 0.0
 	if l.Outliers && !math.IsInf(logitZ, -1) {
@@ -122,28 +124,13 @@ func (l *RobustMaxRho) MultiTiltedMoments(classes int, m, v []float64, logitZ fl
 	} else {
 		logZ = lphi
 	}
-	r := w * graph.InvMillsValue(a)
-	gap := w*millsGap(a) + omw*a
+	r := w * lam
+	gap := w*lamGap + omw*a
 	beta := r / s
 	c := r * gap / (s * s)
 	grad[0], grad[1] = -beta, beta
 	curv[0], curv[1] = c, c
 	return logZ, logitSite
-}
-
-// millsGap is λ(x) + x > 0 for the inverse Mills ratio λ = φ/Φ; in the
-// lower tail it is the continued fraction 1/(t + 2/(t + 3/(t + …))),
-// t = −x, instead of a difference of two nearly equal numbers.
-func millsGap(x float64) float64 {
-	if x > -4 {
-		return x + graph.InvMillsValue(x)
-	}
-	t := -x
-	g := t
-	for k := 60; k >= 2; k-- {
-		g = t + float64(k)/g
-	}
-	return 1 / g
 }
 
 // logSigmoid is log σ(x) = −log(1 + e^−x), stable in both tails.
