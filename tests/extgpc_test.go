@@ -75,8 +75,8 @@ func TestExtendedBinary(t *testing.T) {
 	}
 	probs := filepath.Join(dir, "p.csv")
 	out := run("predict", "--model", model, "--input", test, "--labeled", "--out", probs)
-	if !strings.Contains(out, "error") && !strings.Contains(out, "NLL") {
-		t.Logf("predict printed %q", out)
+	if !strings.Contains(out, `"nll":`) || !strings.Contains(out, `"n":150`) {
+		t.Errorf("predict printed %q; want the scores of the 150 labelled rows", out)
 	}
 	rows, err := os.ReadFile(probs)
 	if err != nil || strings.Count(string(rows), "\n") < 150 {
