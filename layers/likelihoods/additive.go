@@ -66,6 +66,10 @@ type Additive struct {
 	// its posterior mode rather than its maximum-likelihood value, as the
 	// robust paper's Beta(1, 9) on the outlier rate ("robustmax-beta").
 	Prior [2]float64
+	// readsDelta marks the likelihoods whose δ is Config.Delta (gpc1,
+	// gpc2, gpc3); robustmax-learned and robustmax-beta start from
+	// Config.Epsilon instead.
+	readsDelta bool
 }
 
 // LogPrior implements Prior: (a−1)·log δ + (b−1)·log(1−δ), without the
@@ -103,12 +107,16 @@ func NewAdditive(name string, a, delta float64) *Additive {
 func additive(a float64) Factory {
 	return func(c Config) Likelihood {
 		l := NewAdditive("likelihood", a, c.Delta)
-		l.Points, l.Delta.Fixed = c.Points, c.FixDelta
+		l.Points, l.Delta.Fixed, l.readsDelta = c.Points, c.FixDelta, true
 		return l
 	}
 }
 
 func logit(p float64) float64 { return math.Log(p) - math.Log1p(-p) }
+
+// ReadsDelta implements DeltaReader: true for gpc1, gpc2 and gpc3, whose
+// δ is Config.Delta (fixed with Config.FixDelta).
+func (l *Additive) ReadsDelta() bool { return l.readsDelta }
 
 // DeltaValue returns the current δ.
 func (l *Additive) DeltaValue() float64 { return 1 / (1 + math.Exp(-l.Delta.Data[0])) }

@@ -101,6 +101,32 @@ type Config struct {
 	Samples int
 }
 
+// DeltaReader is implemented by likelihoods that can say whether they read
+// Config.Delta and Config.FixDelta, so that a caller can tell whether a δ
+// setting would be ignored; a likelihood that does not implement it reads
+// neither.
+type DeltaReader interface {
+	ReadsDelta() bool
+}
+
+// ReadsDelta reports whether l reads Config.Delta and Config.FixDelta.
+func ReadsDelta(l Likelihood) bool {
+	d, ok := l.(DeltaReader)
+	return ok && d.ReadsDelta()
+}
+
+// DeltaReaders lists the registered likelihoods that read Config.Delta,
+// sorted, for messages that say where a δ setting applies.
+func DeltaReaders() []string {
+	var out []string
+	for _, name := range Names() {
+		if l, err := New(name, Config{}); err == nil && ReadsDelta(l) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // Factory makes a likelihood from its settings.
 type Factory func(Config) Likelihood
 

@@ -87,6 +87,8 @@ func TestIgnoredFlagsRefused(t *testing.T) {
 		{[]string{"train", "--train", train, "--model", "nimgp", "--out", out, "--residual"}, "gpc train: --residual: model nimgp has no amortisation networks"},
 		{[]string{"train", "--train", train, "--model", "nimgp-fo", "--out", out, "--test-samples", "5"}, "gpc train: --test-samples: model nimgp-fo does not sample its test inputs"},
 		{[]string{"train", "--train", train, "--model", "mgp", "--out", out, "--degree", "3"}, "gpc train: --degree: the se kernel has no degree"},
+		{[]string{"train", "--train", train, "--model", "mgp", "--out", out, "--delta", "0.01"}, "gpc train: --delta: the robustmax likelihood has no δ of its own and would ignore it (only gpc1, gpc2, gpc3 read it)"},
+		{[]string{"train", "--train", train, "--likelihood", "robustmax-learned", "--out", out, "--fix-delta"}, "gpc train: --fix-delta: the robustmax-learned likelihood has no δ of its own"},
 		{[]string{"predict", "--model", model, "--input", train, "--labeled", "--out", filepath.Join(dir, "p.csv"), "--input-noise", "0.1"}, "gpc predict: --input-noise: model mgp has no input-noise part"},
 		{[]string{"predict", "--model", model, "--input", train, "--labeled", "--out", filepath.Join(dir, "p.csv"), "--test-samples", "5"}, "gpc predict: --test-samples: model mgp does not sample its test inputs"},
 	}
@@ -100,6 +102,10 @@ func TestIgnoredFlagsRefused(t *testing.T) {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s was written", p)
 		}
+	}
+	// A likelihood that reads δ takes both flags.
+	if code, _, e := runWithin(t, context.Background(), time.Minute, "train", "--train", train, "--model", "gpc1", "--inducing", "3", "--epochs", "1", "--delta", "0.01", "--fix-delta", "--out", out, "--quiet"); code != 0 {
+		t.Errorf("gpc train --model gpc1 --delta 0.01 --fix-delta: exit %d, stderr %q", code, e)
 	}
 }
 

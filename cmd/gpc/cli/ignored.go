@@ -2,9 +2,11 @@ package cli
 
 import (
 	"flag"
+	"strings"
 
 	"github.com/gpc-dev/gpc/layers/inputs"
 	"github.com/gpc-dev/gpc/layers/kernels"
+	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models"
 )
 
@@ -33,6 +35,12 @@ func refuseIgnored(m *models.Model, set map[string]bool) error {
 		return usagef("--residual: model %s has no amortisation networks and would ignore it (only nimgp-nn has)", m.Name())
 	case set["degree"] && !kernels.ReadsDegree(m.Opts.Kernel.Name):
 		return usagef("--degree: the %s kernel has no degree and would ignore it (give --kernel poly)", m.Opts.Kernel.Name)
+	case (set["delta"] || set["fix-delta"]) && !likelihoods.ReadsDelta(m.Likelihood()):
+		flag := "--delta"
+		if !set["delta"] {
+			flag = "--fix-delta"
+		}
+		return usagef("%s: the %s likelihood has no δ of its own and would ignore it (only %s read it)", flag, m.Opts.Likelihood.Name, strings.Join(likelihoods.DeltaReaders(), ", "))
 	}
 	return nil
 }
