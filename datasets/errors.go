@@ -34,7 +34,7 @@ func (e *ParseError) Error() string {
 		}
 	}
 	if e.Value != "" {
-		return fmt.Sprintf("%s: %q %s", pos, excerpt(e.Value), e.Msg)
+		return fmt.Sprintf("%s: %q %s", pos, Excerpt(e.Value), e.Msg)
 	}
 	return pos + ": " + e.Msg
 }

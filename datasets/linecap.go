@@ -97,9 +97,11 @@ func scanErr(path string, line int, err error) error {
 // maxExcerpt bounds the characters of a bad value quoted in a message.
 const maxExcerpt = 40
 
-// excerpt shortens v to its first maxExcerpt characters, saying how long
-// it was: an error quoting a 100 MB cell would itself be 100 MB.
-func excerpt(v string) string {
+// Excerpt shortens v to its first 40 characters, saying how long it was:
+// an error quoting a 100 MB cell (or a spec's megabyte-long value) would
+// itself be 100 MB. Every message of gpc that quotes a value read from a
+// file quotes it through Excerpt.
+func Excerpt(v string) string {
 	if len(v) <= maxExcerpt {
 		return v
 	}

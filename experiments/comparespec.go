@@ -92,7 +92,7 @@ func ReadCompareSpec(path string) (*CompareSpec, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, cutYAMLError(err))
 	}
 	switch {
 	case s.Name == "":
@@ -104,7 +104,7 @@ func ReadCompareSpec(path string) (*CompareSpec, error) {
 	}
 	for _, d := range s.Datasets {
 		if _, _, ok := datasets.RatschSizes(d.Name); !ok {
-			return nil, fmt.Errorf("%s: unknown Rätsch data set %q (known: %s)", path, d.Name, strings.Join(datasets.RatschNames(), ", "))
+			return nil, fmt.Errorf("%s: unknown Rätsch data set %q (known: %s)", path, datasets.Excerpt(d.Name), strings.Join(datasets.RatschNames(), ", "))
 		}
 		if d.Split < 1 {
 			return nil, fmt.Errorf("%s: data set %s: split %d (1-based)", path, d.Name, d.Split)

@@ -172,3 +172,47 @@ func TestDryRunShardCounts(t *testing.T) {
 		}
 	}
 }
+
+// Round 2, uncapped echoes: a spec error quotes a long value as a short
+// excerpt, whether the message gives it with %q, with %s, inside another
+// package's error, or as an unknown key of the YAML decoder.
+func TestSpecErrorsQuoteExcerpts(t *testing.T) {
+	long := strings.Repeat("x", 100000)
+	cases := []struct{ edit, want string }{
+		{strings.Replace(miniSpec, "name: mini", "name: mini "+long, 1), `name "mini xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… (100005 bytes)": use letters`},
+		{strings.Replace(miniSpec, "kind: nimgp}", "kind: nimgp"+long+"}", 1), `nimgpxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… (100005 bytes)`},
+		// YAML caps an implicit key at 1024 characters.
+		{strings.Replace(miniSpec, "title: mini", "title: mini\ny"+long[:1000]+": 3", 1), "field y" + long[:39] + "… (1001 bytes) not found in type"},
+		{strings.NewReplacer("  - id: T\n", "  - id: T"+long+"\n", `values: ["1±0.1", "2"]`, `values: ["1±0.1"]`).Replace(miniSpec), `table Txxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… (100001 bytes): paper row has 1 values`},
+		{strings.Replace(miniSpec, "epochs: 1,", "epochs: 2."+strings.Repeat("7", 100000)+",", 1), "mini.yaml:7:20: 2." + strings.Repeat("7", 38) + "… (100002 bytes) must be a whole number"},
+	}
+	for i, c := range cases {
+		_, err := ParseSpec("mini.yaml", []byte(c.edit))
+		if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("case %d: got %.500v\nwant it to contain %q and be short", i, err, c.want)
+		}
+	}
+}
+
+// Round 2, uncapped echoes: a results line longer than the cap stops the
+// read with an error naming the file and line; the reader used to buffer
+// lines of up to 1 GiB (and then skipped this one as unreadable).
+func TestResultsLineCapped(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "results.jsonl")
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, `{"key":"k1","error":0.1,"nll":0.3}`)
+	f.Write(bytes.Repeat([]byte("x"), maxResultLine+1))
+	f.WriteString("\n")
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = openStore(dir)
+	want := name + ":2: the line is longer than 64 MiB, the limit of a result line"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %.300v\nwant %q", err, want)
+	}
+}

@@ -286,7 +286,7 @@ func (s *store) read(name string) error {
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	sc.Buffer(make([]byte, 1<<20), maxResultLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -315,11 +315,23 @@ func (s *store) read(name string) error {
 		}
 		s.from[r.Key] = fmt.Sprintf("%s:%d", name, line)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: line %d: %w", name, line+1, err)
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("%s:%d: the line is longer than %d MiB, the limit of a result line (is it a results file?)", name, line+1, maxResultLine>>20)
+	} else if err != nil {
+		return fmt.Errorf("%s:%d: %w", name, line+1, err)
 	}
 	return nil
 }
+
+// maxResultLine bounds one line of a results file, so that a damaged or
+// foreign file of gigabyte lines is refused once this much is read instead
+// of being held whole (the earlier bound was 1 GiB). Result lines are far
+// larger than data rows: the largest in experiments/results is 253 KB
+// (MNIST's 10 000 test points with per-point losses, about 25 bytes a
+// point and array); at 64 MiB a run keeping two or three per-point arrays
+// fits about a million test points, a hundred times the largest test set
+// whose per-point arrays the specs keep.
+const maxResultLine = 64 << 20
 
 // finishedElsewhere returns the result for key that another runner stored
 // in its own results file in the store's directory after this store was

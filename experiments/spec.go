@@ -376,6 +376,85 @@ func LoadSpec(path string) (*Spec, error) {
 	return ParseSpec(path, b)
 }
 
+// quotedExcerpts returns args with each string that format quotes (%q)
+// cut to datasets.Excerpt: those are the spec's own values, which can be
+// as long as the file, while the lists and reasons a message gives with
+// %s or %v are gpc's and stay whole.
+func quotedExcerpts(format string, args []any) []any {
+	out := slices.Clone(args)
+	arg := 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		// Flags, width and precision come before the verb; %% takes no
+		// argument. (Explicit argument indexes are not used here.)
+		for i < len(format) && strings.IndexByte("+-# 0123456789.*", format[i]) >= 0 {
+			if format[i] == '*' {
+				arg++
+			}
+			i++
+		}
+		if i >= len(format) || format[i] == '%' {
+			continue
+		}
+		if format[i] == 'q' && arg < len(out) {
+			if v, ok := out[arg].(string); ok {
+				out[arg] = datasets.Excerpt(v)
+			}
+		}
+		arg++
+	}
+	return out
+}
+
+// cutSpecValues cuts to datasets.Excerpt every long scalar of the spec
+// document that msg repeats, bare or quoted: a name printed with %s, or
+// quoted inside another package's error (an unknown model, say), is as
+// long as the spec let it be.
+func cutSpecValues(msg string, root *yaml.Node) string {
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil {
+			return
+		}
+		if n.Kind == yaml.ScalarNode && len(n.Value) > 40 {
+			if q := strconv.Quote(n.Value); strings.Contains(msg, q) {
+				msg = strings.ReplaceAll(msg, q, strconv.Quote(datasets.Excerpt(n.Value)))
+			}
+			msg = strings.ReplaceAll(msg, n.Value, datasets.Excerpt(n.Value))
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(root)
+	return msg
+}
+
+// yamlKeyEcho matches the YAML decoder's messages that quote a key whole
+// (an unknown or repeated key), with the key as the second group.
+var yamlKeyEcho = regexp.MustCompile(`^(line \d+: (?:field |mapping key ))(.*)( (?:not found in type|already set in type|already defined at line) [^ ]+)$`)
+
+// cutYAMLError cuts the keys the YAML decoder's messages quote to
+// datasets.Excerpt: a spec's key can be as long as the file (values it
+// quotes, the decoder itself shortens).
+func cutYAMLError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	cut := &yaml.TypeError{Errors: make([]string, len(te.Errors))}
+	for i, m := range te.Errors {
+		if g := yamlKeyEcho.FindStringSubmatch(m); g != nil {
+			m = g[1] + datasets.Excerpt(g[2]) + g[3]
+		}
+		cut.Errors[i] = m
+	}
+	return cut
+}
+
 // MaxSpecBytes bounds a spec file: the papers' largest spec is a few
 // kilobytes.
 const MaxSpecBytes = 1 << 20
@@ -387,7 +466,7 @@ func ParseSpec(file string, b []byte) (*Spec, error) {
 	dec.KnownFields(true)
 	var s Spec
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, fmt.Errorf("%s: %w", file, cutYAMLError(err))
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
@@ -428,7 +507,7 @@ func wholeNumbers(file string, n *yaml.Node, t reflect.Type) error {
 		if isNode(n, yaml.ScalarNode) && n.Tag == "!!float" {
 			if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
 				return &SpecError{File: file, Line: n.Line, Column: n.Column,
-					Msg: fmt.Sprintf("%s must be a whole number", n.Value)}
+					Msg: fmt.Sprintf("%s must be a whole number", datasets.Excerpt(n.Value))}
 			}
 		}
 	case reflect.Slice, reflect.Array:
@@ -472,7 +551,7 @@ func finiteNumbers(file string, n *yaml.Node) error {
 		f, _ := strconv.ParseFloat(n.Value, 64) // 1e999 parses to ±Inf with ErrRange
 		if v == ".inf" || v == ".nan" || math.IsInf(f, 0) {
 			return &SpecError{File: file, Line: n.Line, Column: n.Column,
-				Msg: fmt.Sprintf("%s is not a finite number", n.Value)}
+				Msg: fmt.Sprintf("%s is not a finite number", datasets.Excerpt(n.Value))}
 		}
 	}
 	for _, c := range n.Content {
@@ -495,10 +574,11 @@ var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 // indices); if the path stops early, the deepest node found is used, so the
 // message still points near the problem.
 func (s *Spec) errAt(path []any, format string, args ...any) error {
-	e := &SpecError{File: s.file, Msg: fmt.Sprintf(format, args...)}
+	e := &SpecError{File: s.file, Msg: fmt.Sprintf(format, quotedExcerpts(format, args)...)}
 	if s.root == nil {
 		return e
 	}
+	e.Msg = cutSpecValues(e.Msg, s.root)
 	n := s.root
 	if isNode(n, yaml.DocumentNode) && len(n.Content) > 0 {
 		n = n.Content[0]
@@ -979,7 +1059,7 @@ func filterNames(what string, want []string, names []string) (keep []bool, err e
 			}
 		}
 		if !hit {
-			return nil, fmt.Errorf("no %s named %q (have %s)", what, w, strings.Join(names, ", "))
+			return nil, fmt.Errorf("no %s named %q (have %s)", what, datasets.Excerpt(w), strings.Join(names, ", "))
 		}
 	}
 	return keep, nil
