@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/layers/likelihoods"
 	"github.com/gpc-dev/gpc/models"
 )
@@ -223,17 +224,18 @@ func toyFindingsOf(s *Surface, z0 []float64) (toyFindings, error) {
 	return f, nil
 }
 
-// appendReport adds text to report.md, which Report has just written.
+// appendReport adds text to report.md, which Report has just written. The
+// report is rewritten whole (datasets.WriteFileAtomic) rather than
+// appended to: it is small, and so a failed write leaves the report as it
+// was, never half a section, and report.md is written under the same
+// rules (links followed, special files) as every other output.
 func (rp *Reporter) appendReport(text string) error {
-	f, err := os.OpenFile(filepath.Join(rp.dir, "report.md"), os.O_APPEND|os.O_WRONLY, 0o644)
+	path := filepath.Join(rp.dir, "report.md")
+	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteString(text); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return datasets.WriteFileAtomic(path, append(old, text...))
 }
 
 // splitZero returns the split-0 result of a data set, setting and method.

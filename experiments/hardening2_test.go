@@ -216,3 +216,43 @@ func TestResultsLineCapped(t *testing.T) {
 		t.Errorf("got %.300v\nwant %q", err, want)
 	}
 }
+
+// Round 2, appends: a results file whose last line a crash cut short is
+// read with every whole line kept and the torn tail named as such; the
+// next result starts on a fresh line, and both runs read back.
+func TestStoreTornLastLine(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "results.jsonl")
+	lines := `{"key":"k1","error":0.1,"nll":0.3}
+{"key":"k2","error":0.2,"nll":0.4}
+{"key":"k3","err`
+	if err := os.WriteFile(name, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.has("k1") || !st.has("k2") || st.has("k3") {
+		t.Errorf("kept %v, want k1 and k2", st.order)
+	}
+	w := st.warnings()
+	want := "warning: unreadable result line skipped (its run is redone): " + name + ":3: the last line is torn (it has no newline: a write cut short, by a crash say)"
+	if len(w) != 1 || w[0] != want {
+		t.Errorf("warnings %q\nwant [%q]", w, want)
+	}
+	if err := st.append(Result{Key: "k3", Error: 0.3, NLL: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(name)
+	if !strings.Contains(string(b), "{\"key\":\"k3\",\"err\n{\"key\":\"k3\",") || !strings.HasSuffix(string(b), "}\n") {
+		t.Errorf("file after the append:\n%s", b)
+	}
+	st2, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st2.order) != 3 || len(st2.bad) != 1 || !strings.HasSuffix(st2.bad[0], ":3: unexpected end of JSON input") {
+		t.Errorf("reread: kept %v, bad %q", st2.order, st2.bad)
+	}
+}

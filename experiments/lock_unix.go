@@ -31,11 +31,27 @@ func lockResults(results string) (unlock func(), err error) {
 // before it lets go, and a lock taken on a file deleted meanwhile is
 // dropped and taken again on the file now at path, so that two holders
 // never think they hold it.
+//
+// The file is opened without O_TRUNC, so an existing file is never
+// emptied, and a link is followed as datasets.CreateAtomic follows one;
+// but what is locked must be a regular file: opening a device or FIFO
+// that a lock's name points to could have effects of its own, and a lock
+// on it says nothing to another runner.
 func tryLock(path string, remove bool) (unlock func(), busy bool, err error) {
 	for range 8 {
+		if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+			return nil, false, lockRefusal(path, st.Mode())
+		}
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 		if err != nil {
 			return nil, false, err
+		}
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			f.Close()
+			if err != nil {
+				return nil, false, err
+			}
+			return nil, false, lockRefusal(path, st.Mode())
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
@@ -60,4 +76,26 @@ func tryLock(path string, remove bool) (unlock func(), busy bool, err error) {
 		f.Close()
 	}
 	return nil, true, nil
+}
+
+// lockRefusal says why the special file at path is not used as a lock.
+func lockRefusal(path string, m os.FileMode) error {
+	return fmt.Errorf("%s is a %s, not a regular file; a lock file must be one (remove it, and gpc creates a new one)", path, fileKind(m))
+}
+
+// fileKind names the type of a file mode, for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
+	case m&os.ModeDevice != 0:
+		return "block device"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }

@@ -5,9 +5,9 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -45,15 +45,7 @@ func (rp *Reporter) figures() error {
 		}
 	}
 	if len(notes) > 0 {
-		f, err := os.OpenFile(filepath.Join(rp.dir, "report.md"), os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fmt.Fprintf(f, "\n## Figure problems\n\n")
-		for _, n := range notes {
-			fmt.Fprintln(f, n)
-		}
+		return rp.appendReport("\n## Figure problems\n\n" + strings.Join(notes, "\n") + "\n")
 	}
 	return nil
 }

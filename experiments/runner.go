@@ -285,9 +285,13 @@ func (s *store) read(name string) error {
 		return err
 	}
 	defer f.Close()
+	// A last line without its newline is the tail of an append a crash
+	// cut short; it is named as such below, and the next append starts a
+	// fresh line after it.
+	torn := datasets.TornTail(f)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), maxResultLine)
-	line := 0
+	line, lastBad := 0, 0
 	for sc.Scan() {
 		line++
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
@@ -300,6 +304,7 @@ func (s *store) read(name string) error {
 				why = err.Error()
 			}
 			s.bad = append(s.bad, fmt.Sprintf("%s:%d: %s", name, line, why))
+			lastBad = line
 			continue
 		}
 		if kept, dup := s.done[r.Key]; dup {
@@ -314,6 +319,9 @@ func (s *store) read(name string) error {
 			s.from = map[string]string{}
 		}
 		s.from[r.Key] = fmt.Sprintf("%s:%d", name, line)
+	}
+	if err := sc.Err(); err == nil && torn && lastBad == line && line > 0 {
+		s.bad[len(s.bad)-1] = fmt.Sprintf("%s:%d: the last line is torn (it has no newline: a write cut short, by a crash say)", name, line)
 	}
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
 		return fmt.Errorf("%s:%d: the line is longer than %d MiB, the limit of a result line (is it a results file?)", name, line+1, maxResultLine>>20)
@@ -467,9 +475,10 @@ func (s *store) has(key string) bool {
 	return ok
 }
 
-// append writes one result line. If the file does not end in a newline (a
-// torn line from a machine crash), one is written first so the new line
-// stays parseable.
+// append writes one result line through datasets.AppendLine: one write,
+// synced; a torn last line left by a crash gets its newline first, so the
+// new line stays parseable and the torn one stays reported; a partial
+// write is cut back off.
 func (s *store) append(r Result) error {
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -480,26 +489,7 @@ func (s *store) append(r Result) error {
 	if _, dup := s.done[r.Key]; dup {
 		return nil
 	}
-	f, err := os.OpenFile(s.path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	line := append(b, '\n')
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
-			line = append([]byte{'\n'}, line...)
-		}
-	}
-	if _, err := f.Write(line); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := datasets.AppendLine(s.path, b); err != nil {
 		return err
 	}
 	s.done[r.Key] = r
