@@ -268,14 +268,15 @@ func CheckWritableSize(path string, size int64) error {
 	}
 	probe.Close()
 	os.Remove(probe.Name())
-	if free, ok := freeBytes(dir); ok && size > 0 && uint64(size) > free {
-		return &OutputError{Path: path, Msg: fmt.Sprintf("it needs about %s but %s has %s free", byteSize(uint64(size)), dir, byteSize(free))}
+	if free, ok := FreeBytes(dir); ok && size > 0 && uint64(size) > free {
+		return &OutputError{Path: path, Msg: fmt.Sprintf("it needs about %s but %s has %s free", ByteSize(uint64(size)), dir, ByteSize(free))}
 	}
 	return nil
 }
 
-// byteSize writes n in the largest binary unit that keeps it ≥ 1.
-func byteSize(n uint64) string {
+// ByteSize writes n bytes in the largest binary unit that keeps the number
+// ≥ 1 ("512 B", "1.5 MiB"), for messages about sizes and free space.
+func ByteSize(n uint64) string {
 	const units = "KMGTPE"
 	if n < 1024 {
 		return strconv.FormatUint(n, 10) + " B"

@@ -14,8 +14,9 @@ func readOnlyFS(dir string) bool {
 	return syscall.Statfs(dir, &s) == nil && s.Flags&stRdonly != 0
 }
 
-// freeBytes is the room left for an unprivileged user on dir's file system.
-func freeBytes(dir string) (uint64, bool) {
+// FreeBytes is the room left for an unprivileged user on dir's file
+// system (statfs(2)); known is false when it cannot be found.
+func FreeBytes(dir string) (free uint64, known bool) {
 	var s syscall.Statfs_t
 	if syscall.Statfs(dir, &s) != nil {
 		return 0, false

@@ -6,5 +6,6 @@ package datasets
 // still finds a read-only file system.
 func readOnlyFS(string) bool { return false }
 
-// freeBytes is unknown off Linux.
-func freeBytes(string) (uint64, bool) { return 0, false }
+// FreeBytes is unknown off Linux (known is false): the checks that use it
+// let a write go ahead rather than guess.
+func FreeBytes(dir string) (free uint64, known bool) { return 0, false }

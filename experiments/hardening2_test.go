@@ -2,12 +2,17 @@ package experiments
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gpc-dev/gpc/datasets"
 )
 
 // Class 1 of the second hardening round: a run whose report cannot be
@@ -254,5 +259,63 @@ func TestStoreTornLastLine(t *testing.T) {
 	}
 	if len(st2.order) != 3 || len(st2.bad) != 1 || !strings.HasSuffix(st2.bad[0], ":3: unexpected end of JSON input") {
 		t.Errorf("reread: kept %v, bad %q", st2.order, st2.bad)
+	}
+}
+
+// Round 2, free space: `run` refuses to start when the results directory
+// cannot hold the result lines of the runs left and the checkpoints being
+// written, naming the directory, the need and the free bytes; the sizes
+// come from the stored lines and checkpoints, or conservative defaults.
+func TestExecuteChecksFreeSpace(t *testing.T) {
+	s, err := ParseSpec("mini.yaml", []byte(miniSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var calls atomic.Int64
+	fake := func(ctx context.Context, _ *Env, r Run) (*Result, error) {
+		calls.Add(1)
+		return &Result{Error: 0.1, NLL: float64(r.Split)}, nil
+	}
+	freeIs := func(n uint64) func(string) (uint64, bool) {
+		return func(string) (uint64, bool) { return n, true }
+	}
+	// Nothing stored: 12 lines of 256 KiB and 2 workers × 2 checkpoints
+	// of 64 MiB.
+	_, err = Execute(context.Background(), s, dir, RunConfig{Workers: 2, exec: fake, freeSpace: freeIs(1 << 20)})
+	want := "not enough room in " + dir + ": the 12 runs left need about 259.0 MiB, for 12 result lines of up to 256.0 KiB (none stored yet, so the longest the papers' specs write) and 4 checkpoints of up to 64.0 MiB (none written yet, so a default; two per worker while one replaces the other), but it has 1.0 MiB free"
+	var setup *SetupError
+	if !errors.As(err, &setup) || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v\nwant %q", err, want)
+	}
+	if calls.Load() != 0 {
+		t.Errorf("%d runs executed after the refusal", calls.Load())
+	}
+	if _, err := Execute(context.Background(), s, dir, RunConfig{Workers: 2, exec: fake, freeSpace: freeIs(1 << 30)}); err != nil || calls.Load() != 12 {
+		t.Fatalf("with room: %v, %d runs", err, calls.Load())
+	}
+	// Everything done: nothing to hold.
+	if _, err := Execute(context.Background(), s, dir, RunConfig{Workers: 2, exec: fake, freeSpace: freeIs(0)}); err != nil {
+		t.Fatalf("nothing left to run: %v", err)
+	}
+	// Half done, one checkpoint of 1000 bytes: the sizes are the stored ones.
+	name := filepath.Join(dir, "results.jsonl")
+	b, _ := os.ReadFile(name)
+	lines := strings.SplitAfter(string(b), "\n")[:6]
+	longest := 0
+	for _, l := range lines {
+		longest = max(longest, len(l))
+	}
+	os.WriteFile(name, []byte(strings.Join(lines, "")), 0o644)
+	os.MkdirAll(filepath.Join(dir, "checkpoints"), 0o755)
+	os.WriteFile(filepath.Join(dir, "checkpoints", "x.ckpt"), make([]byte, 1000), 0o644)
+	need := uint64(6*longest + 4*1000)
+	_, err = Execute(context.Background(), s, dir, RunConfig{Workers: 2, exec: fake, freeSpace: freeIs(need - 1)})
+	want = fmt.Sprintf("not enough room in %s: the 6 runs left need about %s, for 6 result lines of up to %s (the longest stored) and 4 checkpoints of up to 1000 B (the largest in %s;", dir, datasets.ByteSize(need), datasets.ByteSize(uint64(longest)), filepath.Join(dir, "checkpoints"))
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v\nwant %q", err, want)
+	}
+	if _, err := Execute(context.Background(), s, dir, RunConfig{Workers: 2, exec: fake, freeSpace: freeIs(need)}); err != nil || calls.Load() != 18 {
+		t.Fatalf("with just room: %v, %d runs", err, calls.Load())
 	}
 }

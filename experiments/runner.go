@@ -214,6 +214,9 @@ type store struct {
 	order []string
 	// bad names the lines that could not be read (file:line: reason).
 	bad []string
+	// maxLine is the longest result line read or written, in bytes, the
+	// free-space estimate's size of a line still to come.
+	maxLine int
 	// from is the file:line each kept result was read from, and conflicts
 	// names the later lines of a key whose numbers differ from the kept
 	// result's: two fits of one run that disagree are not dropped silently.
@@ -315,6 +318,7 @@ func (s *store) read(name string) error {
 		}
 		s.order = append(s.order, r.Key)
 		s.done[r.Key] = r
+		s.maxLine = max(s.maxLine, len(sc.Bytes())+1)
 		if s.from == nil {
 			s.from = map[string]string{}
 		}
@@ -492,6 +496,7 @@ func (s *store) append(r Result) error {
 	if err := datasets.AppendLine(s.path, b); err != nil {
 		return err
 	}
+	s.maxLine = max(s.maxLine, len(b)+1)
 	s.done[r.Key] = r
 	s.order = append(s.order, r.Key)
 	return nil
@@ -536,6 +541,8 @@ type RunConfig struct {
 	afterAppend func(n int)
 	// onCheckpoint is called as a run's checkpoint is taken (tests).
 	onCheckpoint func(Run)
+	// freeSpace replaces datasets.FreeBytes in tests.
+	freeSpace func(dir string) (free uint64, known bool)
 }
 
 // Summary counts what Execute did.
@@ -595,6 +602,13 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 			continue
 		}
 		todo = append(todo, r)
+	}
+	free := cfg.freeSpace
+	if free == nil {
+		free = datasets.FreeBytes
+	}
+	if err := checkRoom(dir, s, st, len(todo), max(1, cfg.Workers), free); err != nil {
+		return sum, &SetupError{err}
 	}
 	logf := func(format string, args ...any) {
 		if cfg.Log != nil {
@@ -741,6 +755,59 @@ dispatch:
 		return sum, fmt.Errorf("%d of %d runs failed; rerun the same command to retry them (first: %w)", sum.Failed, len(todo), firstErr)
 	}
 	return sum, nil
+}
+
+// The free-space estimate's sizes where the results directory has no
+// example yet: the largest result line the papers' specs write (253 KB,
+// MNIST's per-point losses; most lines are about 1 KB), and a checkpoint
+// larger than the largest written so far (49 MB, an MNIST NIMGP-NN fit).
+const (
+	defaultResultLine = 256 << 10
+	defaultCheckpoint = 64 << 20
+)
+
+// checkRoom refuses to start runs into dir when its file system cannot
+// hold what they will write, a long grid would otherwise fail hours in,
+// on a full disk: a result line for each of the runs left, as long as the
+// longest line stored (defaultResultLine when none is), and, unless the
+// spec turns checkpoints off, one checkpoint per worker, twice (a
+// checkpoint is replaced by writing the new one beside it), as large as
+// the largest in dir/checkpoints (defaultCheckpoint when there is none).
+// free is datasets.FreeBytes or a test's stand-in; where the free space is
+// not known the runs go ahead.
+func checkRoom(dir string, s *Spec, st *store, left, workers int, free func(string) (uint64, bool)) error {
+	if left == 0 {
+		return nil
+	}
+	have, known := free(dir)
+	if !known {
+		return nil
+	}
+	line, lineHow := uint64(st.maxLine), "the longest stored"
+	if line == 0 {
+		line, lineHow = defaultResultLine, "none stored yet, so the longest the papers' specs write"
+	}
+	need := uint64(left) * line
+	how := fmt.Sprintf("%d result lines of up to %s (%s)", left, datasets.ByteSize(line), lineHow)
+	if s.Protocol.CheckpointMinutes >= 0 {
+		ckpt, ckptHow := uint64(0), "the largest in "+filepath.Join(dir, checkpointDir)
+		files, _ := filepath.Glob(filepath.Join(dir, checkpointDir, "*.ckpt"))
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+				ckpt = max(ckpt, uint64(fi.Size()))
+			}
+		}
+		if ckpt == 0 {
+			ckpt, ckptHow = defaultCheckpoint, "none written yet, so a default"
+		}
+		n := uint64(2 * min(workers, left))
+		need += n * ckpt
+		how += fmt.Sprintf(" and %d checkpoints of up to %s (%s; two per worker while one replaces the other)", n, datasets.ByteSize(ckpt), ckptHow)
+	}
+	if need > have {
+		return fmt.Errorf("not enough room in %s: the %d runs left need about %s, for %s, but it has %s free; free some space or give --out a directory on another disk", dir, left, datasets.ByteSize(need), how, datasets.ByteSize(have))
+	}
+	return nil
 }
 
 // retryable says whether a failed run might succeed when run again: not
