@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"context"
 	"fmt"
 )
 
@@ -43,6 +44,12 @@ const maxLiuToyN = maxSyntheticN
 // factorisation fails, which at this jitter it does not for n ≤ 6000 on
 // the unit square) adds to it.
 func LiuToy(n int, seed uint64) (*Dataset, error) {
+	return LiuToyContext(context.Background(), n, seed)
+}
+
+// LiuToyContext is LiuToy, stopped with ctx's error once ctx is done (the
+// sampler's O(n³) factorisation checks it between blocks of columns).
+func LiuToyContext(ctx context.Context, n int, seed uint64) (*Dataset, error) {
 	if n < LiuToyClasses || n > maxLiuToyN {
 		return nil, fmt.Errorf("datasets: LiuToy: n = %d must be in %d..%d (exact GP sampling is O(n³))", n, LiuToyClasses, maxLiuToyN)
 	}
@@ -52,7 +59,7 @@ func LiuToy(n int, seed uint64) (*Dataset, error) {
 	for k := range x {
 		x[k] = rx.Float64()
 	}
-	f, _, _, err := sampleGP(x, n, d, 1, LiuToyLengthscale*LiuToyLengthscale, LiuToyJitter, LiuToyClasses, newRand(seed, streamLiuToyF))
+	f, _, _, err := sampleGP(ctx, x, n, d, 1, LiuToyLengthscale*LiuToyLengthscale, LiuToyJitter, LiuToyClasses, newRand(seed, streamLiuToyF))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -25,7 +26,7 @@ func oracleProblem(t *testing.T, n, d int, seed uint64) (*Dataset, *SyntheticOra
 func TestOracleInterpolatesTheDraw(t *testing.T) {
 	for _, d := range []int{1, 2, 3} {
 		ds, o := oracleProblem(t, 300, d, 11)
-		f, _, _, err := sampleGP(ds.X, ds.N, d, 0.5, 2, 0, 3, newRand(11, streamSynthF))
+		f, _, _, err := sampleGP(context.Background(), ds.X, ds.N, d, 0.5, 2, 0, 3, newRand(11, streamSynthF))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"context"
 	"fmt"
 	"math"
 )
@@ -122,6 +123,14 @@ func SyntheticGP(n, d, c int, seed uint64, opt SyntheticOptions) (*Dataset, erro
 // input noise (see SyntheticOracle). The oracle is nil when opt.Sigma0Sq >
 // 0, where the labels carry noise that no function of the input explains.
 func SyntheticProblem(n, d, c int, seed uint64, opt SyntheticOptions) (*Dataset, *SyntheticOracle, error) {
+	return SyntheticProblemContext(context.Background(), n, d, c, seed, opt)
+}
+
+// SyntheticProblemContext is SyntheticProblem, stopped with ctx's error
+// once ctx is done: the covariance, its O(n³) factorisation (between blocks
+// of 64 columns) and each function drawn check it, so an interrupted
+// experiment does not first finish a factorisation of seconds.
+func SyntheticProblemContext(ctx context.Context, n, d, c int, seed uint64, opt SyntheticOptions) (*Dataset, *SyntheticOracle, error) {
 	opt = opt.withDefaults()
 	switch {
 	case n < 1 || n > maxSyntheticN:
@@ -143,7 +152,7 @@ func SyntheticProblem(n, d, c int, seed uint64, opt SyntheticOptions) (*Dataset,
 	for k := range x {
 		x[k] = opt.Box * (2*rx.Float64() - 1)
 	}
-	f, alpha, _, err := sampleGP(x, n, d, opt.Amplitude, sqLs, opt.Sigma0Sq, c, newRand(seed, streamSynthF))
+	f, alpha, _, err := sampleGP(ctx, x, n, d, opt.Amplitude, sqLs, opt.Sigma0Sq, c, newRand(seed, streamSynthF))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -178,13 +187,19 @@ type SyntheticSplit struct {
 // paper's synthetic experiments the test inputs are noisy too and the models
 // are told the variance. Repetition r of a table is seed r.
 func SyntheticSplitProblem(nTrain, nTest, d, c int, noiseVar float64, seed uint64, opt SyntheticOptions) (*SyntheticSplit, error) {
+	return SyntheticSplitProblemContext(context.Background(), nTrain, nTest, d, c, noiseVar, seed, opt)
+}
+
+// SyntheticSplitProblemContext is SyntheticSplitProblem, stopped with
+// ctx's error once ctx is done (see SyntheticProblemContext).
+func SyntheticSplitProblemContext(ctx context.Context, nTrain, nTest, d, c int, noiseVar float64, seed uint64, opt SyntheticOptions) (*SyntheticSplit, error) {
 	if nTrain < 1 || nTest < 0 {
 		return nil, fmt.Errorf("datasets: SyntheticSplitProblem: need nTrain ≥ 1 and nTest ≥ 0, got %d and %d", nTrain, nTest)
 	}
 	if !(noiseVar >= 0) || math.IsInf(noiseVar, 0) {
 		return nil, fmt.Errorf("datasets: SyntheticSplitProblem: noise variance %v must be finite and ≥ 0", noiseVar)
 	}
-	all, oracle, err := SyntheticProblem(nTrain+nTest, d, c, seed, opt)
+	all, oracle, err := SyntheticProblemContext(ctx, nTrain+nTest, d, c, seed, opt)
 	if err != nil {
 		return nil, err
 	}

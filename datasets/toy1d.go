@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -80,7 +81,7 @@ func NewToy1DProblem(cfg Toy1DConfig, noiseVar float64, seed uint64) (*Toy1DProb
 		p.Grid[g] = cfg.GridLo + float64(g)*h
 	}
 	p.Grid[cfg.GridSize-1] = cfg.GridHi
-	f, _, _, err := sampleGP(p.Grid, cfg.GridSize, 1, cfg.Amplitude, cfg.SqLengthscale, 0, cfg.Classes, newRand(seed, streamToyFuncs))
+	f, _, _, err := sampleGP(context.Background(), p.Grid, cfg.GridSize, 1, cfg.Amplitude, cfg.SqLengthscale, 0, cfg.Classes, newRand(seed, streamToyFuncs))
 	if err != nil {
 		return nil, err
 	}

@@ -417,7 +417,7 @@ func ClipProbabilities(probs []float64, c int, eps float64) []float64 {
 //     the trained model, at their k-means start and trained (liuToyNote),
 //     the paper's "inducing points move toward the decision boundaries".
 func liuToyRun(ctx context.Context, e *Env, r Run) (*Result, error) {
-	train, window, err := liuToyData(e, r)
+	train, window, err := liuToyData(ctx, e, r)
 	if err != nil {
 		return nil, err
 	}
@@ -469,11 +469,11 @@ var liuBananaExtra = [][2]float64{{0.912, 1.941}, {0.912, 1.741}}
 
 // liuToyData returns a toy's training set and its plotting window
 // (x1 min, x1 max, x2 min, x2 max), cached for the runs that share it.
-func liuToyData(e *Env, r Run) (*datasets.Dataset, [4]float64, error) {
+func liuToyData(ctx context.Context, e *Env, r Run) (*datasets.Dataset, [4]float64, error) {
 	seed := e.spec.seedFor(r.Split)
 	window, _ := liuToyWindow(r.Dataset)
 	v, err := e.cached(fmt.Sprintf("liu_toy|%s|%d", r.Dataset, seed), func() (any, error) {
-		ds, _, err := liuToyTrain(e.dataDir, r.Dataset, seed)
+		ds, _, err := liuToyTrain(ctx, e.dataDir, r.Dataset, seed)
 		return ds, err
 	})
 	if err != nil {
@@ -497,13 +497,13 @@ func liuToyWindow(dataset string) (window [4]float64, ok bool) {
 // the drawn toy). The runs and the figure both call it, so the results
 // need not carry the training points (banana is a file under the data
 // directory, which the results must not copy).
-func liuToyTrain(dataDir, dataset string, seed uint64) (*datasets.Dataset, [4]float64, error) {
+func liuToyTrain(ctx context.Context, dataDir, dataset string, seed uint64) (*datasets.Dataset, [4]float64, error) {
 	window, ok := liuToyWindow(dataset)
 	switch {
 	case !ok:
 		return nil, window, fmt.Errorf("liu_toy: unknown data set %q (want %s)", dataset, strings.Join(liuToyDatasets, ", "))
 	case dataset == "gp-3class":
-		ds, err := datasets.LiuToy(datasets.LiuToyN, seed)
+		ds, err := datasets.LiuToyContext(ctx, datasets.LiuToyN, seed)
 		return ds, window, err
 	}
 	ds, err := datasets.LoadBanana(dataDir)

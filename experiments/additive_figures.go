@@ -264,7 +264,7 @@ func liuToyFigure(rp *Reporter, name string) error {
 	var runs, separate, measured, moved int
 	cols := 0
 	for _, d := range rp.s.Datasets {
-		train, _, err := liuToyTrain(rp.dataDir, d, rp.s.seedFor(0))
+		train, _, err := liuToyTrain(rp.context(), rp.dataDir, d, rp.s.seedFor(0))
 		if err != nil {
 			return err
 		}

@@ -84,7 +84,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "run":
 		return mainRun(ctx, args[1:], stdout, stderr)
 	case "report":
-		return mainReport(args[1:], stdout, stderr)
+		return mainReport(ctx, args[1:], stdout, stderr)
 	case "splice":
 		return mainSplice(args[1:], stdout, stderr)
 	case "scoreboard":
@@ -232,12 +232,16 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	reportStart := time.Now()
-	rerr := Report(dir, *dataDir)
-	if rerr != nil {
+	// An interrupt stops the report too (a figure may draw a data set of
+	// seconds again); `gpc experiment report DIR` writes it later.
+	rerr := ReportContext(ctx, dir, *dataDir)
+	if rerr != nil && ctx.Err() != nil {
+		fmt.Fprintf(stderr, "report: not written (interrupted); gpc experiment report %s writes it\n", dir)
+	} else if rerr != nil {
 		fmt.Fprintf(stderr, "report: %v\n", rerr)
-		if err == nil {
-			err = rerr
-		}
+	}
+	if rerr != nil && err == nil {
+		err = rerr
 	}
 	busy := ""
 	if sum.Busy > 0 {
@@ -263,7 +267,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func mainReport(args []string, stdout, stderr io.Writer) int {
+func mainReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gpc experiment report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data-dir", "", "data directory (for generated tables and data figures)")
@@ -281,8 +285,12 @@ func mainReport(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, w)
 		}
 	}
-	if err := Report(pos[0], *dataDir); err != nil {
-		fmt.Fprintln(stderr, err)
+	if err := ReportContext(ctx, pos[0], *dataDir); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "gpc experiment report: interrupted; the report files are each whole, old or new\n")
+		} else {
+			fmt.Fprintln(stderr, err)
+		}
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(pos[0], "report.md"), filepath.Join(pos[0], "report.json"))

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -78,6 +79,14 @@ func (e *Env) cached(key string, f func() (any, error)) (any, error) {
 	}
 	e.mu.Unlock()
 	c.once.Do(func() { c.val, c.err = f() })
+	if errors.Is(c.err, context.Canceled) || errors.Is(c.err, context.DeadlineExceeded) {
+		// An interrupted build is no answer: a later call builds it again.
+		e.mu.Lock()
+		if e.cache[key] == c {
+			delete(e.cache, key)
+		}
+		e.mu.Unlock()
+	}
 	return c.val, c.err
 }
 

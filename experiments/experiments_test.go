@@ -552,11 +552,11 @@ func TestSqLengthscaleSetting(t *testing.T) {
 	// The generator reads it: the same split's labels differ.
 	e := newEnv(smooth, "")
 	r0, r1 := a[0], b[0]
-	s0, err := newEnv(plain, "").prepare(r0)
+	s0, err := newEnv(plain, "").prepare(context.Background(), r0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s1, err := e.prepare(r1)
+	s1, err := e.prepare(context.Background(), r1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -319,3 +319,46 @@ func TestExecuteChecksFreeSpace(t *testing.T) {
 		t.Fatalf("with just room: %v, %d runs", err, calls.Load())
 	}
 }
+
+// Round 2, interruptible work: the report stops on a cancelled context
+// with its error before writing anything, and a synthetic run's data
+// (an O(n³) draw) stops with it; both used to run to the end.
+func TestReportAndDataStopOnCancel(t *testing.T) {
+	s, err := ParseSpec("mini.yaml", []byte(miniSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fake := func(ctx context.Context, _ *Env, r Run) (*Result, error) {
+		return &Result{Error: 0.1, NLL: float64(r.Split)}, nil
+	}
+	if _, err := Execute(context.Background(), s, dir, RunConfig{Workers: 1, exec: fake}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ReportContext(ctx, dir, ""); !errors.Is(err, context.Canceled) {
+		t.Errorf("ReportContext: %v, want context.Canceled", err)
+	}
+	for _, f := range []string{"report.md", "report.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s was written by a cancelled report", f)
+		}
+	}
+	if err := ReportContext(context.Background(), dir, ""); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+
+	syn := strings.NewReplacer("family: toy1d", "family: synthetic", "datasets: [toy]", "datasets: [synthetic]", "n_train: 10, n_test: 10", "n_train: 3000, n_test: 3000").Replace(miniSpec)
+	ss, err := ParseSpec("mini.yaml", []byte(syn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if _, err := newEnv(ss, "").prepare(ctx, Expand(ss)[0]); !errors.Is(err, context.Canceled) {
+		t.Errorf("prepare: %v, want context.Canceled", err)
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("a cancelled synthetic draw of 6000 points took %v", d)
+	}
+}

@@ -24,7 +24,7 @@ type split struct {
 // noisyRun executes a run of the noisy-input paper's families other than
 // active learning: build the split's data, train, score.
 func noisyRun(ctx context.Context, e *Env, r Run) (*Result, error) {
-	sp, err := e.prepare(r)
+	sp, err := e.prepare(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -43,8 +43,9 @@ func noisyRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	return res, nil
 }
 
-// prepare builds (or fetches from the cache) the data of a run's split.
-func (e *Env) prepare(r Run) (*split, error) {
+// prepare builds (or fetches from the cache) the data of a run's split;
+// the synthetic family's O(n³) draw stops with ctx's error once ctx is done.
+func (e *Env) prepare(ctx context.Context, r Run) (*split, error) {
 	s := e.spec
 	st, b := r.Setting, r.Budget
 	key := fmt.Sprintf("%s|%s|%d|%d|%d", r.Dataset, st.Name, r.Split, b.NTrain, b.MaxTrain)
@@ -67,7 +68,7 @@ func (e *Env) prepare(r Run) (*split, error) {
 			if c == 0 {
 				c = 3
 			}
-			sp, err := datasets.SyntheticSplitProblem(b.NTrain, b.NTest, d, c, st.Noise, seed,
+			sp, err := datasets.SyntheticSplitProblemContext(ctx, b.NTrain, b.NTest, d, c, st.Noise, seed,
 				datasets.SyntheticOptions{Scaling: datasets.LengthscaleScaling(st.LengthscaleScaling), SqLengthscale: st.SqLengthscale})
 			if err != nil {
 				return nil, err

@@ -34,11 +34,17 @@ func classColor(c int) color.Color { return classColors[c%len(classColors)] }
 func (rp *Reporter) figures() error {
 	var notes []string
 	for _, f := range rp.s.Figures {
+		if err := rp.context().Err(); err != nil {
+			return err
+		}
 		var err error
 		if draw, ok := figureFunc(f); ok {
 			err = draw(rp, f)
 		} else {
 			err = fmt.Errorf("no paper registers figure %q", f)
+		}
+		if ctxErr := rp.context().Err(); ctxErr != nil && err != nil {
+			return ctxErr // interrupted, not a figure problem
 		}
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("- %s not drawn: %v", f, err))
@@ -271,7 +277,7 @@ func (rp *Reporter) fig2() error {
 
 // fig3 is one synthetic problem before and after noise of variance 0.1.
 func (rp *Reporter) fig3() error {
-	sp, err := datasets.SyntheticSplitProblem(max(rp.s.Protocol.NTrain, 100), 0, 2, 3, 0.1, rp.s.seedFor(0), datasets.SyntheticOptions{})
+	sp, err := datasets.SyntheticSplitProblemContext(rp.context(), max(rp.s.Protocol.NTrain, 100), 0, 2, 3, 0.1, rp.s.seedFor(0), datasets.SyntheticOptions{})
 	if err != nil {
 		return err
 	}

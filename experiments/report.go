@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -126,6 +127,18 @@ type Reporter struct {
 	missing string
 	// spread caches nllSpread by dataset|setting.
 	spread map[string]float64
+	// ctx stops the report: checked between tables and figures, and by
+	// the figures that draw data again (an O(n³) generator).
+	ctx context.Context
+}
+
+// context is the report's context, Background for a Reporter built
+// without one.
+func (rp *Reporter) context() context.Context {
+	if rp.ctx == nil {
+		return context.Background()
+	}
+	return rp.ctx
 }
 
 func groupKey(d, s, m string) string { return d + "|" + s + "|" + m }
@@ -133,12 +146,27 @@ func groupKey(d, s, m string) string { return d + "|" + s + "|" + m }
 // Report writes DIR/report.md, DIR/report.json and the spec's figures from
 // DIR/results.jsonl and the spec saved by Execute. Only results of the
 // saved grid are used, so stale lines from another budget are ignored.
-func Report(dir, dataDir string) error {
+func Report(dir, dataDir string) error { return ReportContext(context.Background(), dir, dataDir) }
+
+// ReportContext is Report, stopped with ctx's error once ctx is done: it is
+// checked before the results are read, between tables, before anything is
+// written and between figures (and within the figures that draw a data
+// set again). Every file is written whole (datasets.WriteFileAtomic), so
+// an interrupted report leaves each file either new or as it was; stopped
+// before the writes, it writes nothing.
+func ReportContext(ctx context.Context, dir, dataDir string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	rp, total, err := newReporter(dir, dataDir)
 	if err != nil {
 		return err
 	}
+	rp.ctx = ctx
 	rp.render(total)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := datasets.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(rp.md.String())); err != nil {
 		return err
 	}
@@ -204,6 +232,9 @@ func (rp *Reporter) render(total int) {
 	rp.printf("Verdict marks: ✓ agrees, ✗− ours better, ✗+ ours worse, ✗ differs, by the rule:\n\n%s\n\n", quote(VerdictRule))
 	rp.tables = map[string]string{}
 	for _, tb := range s.Tables {
+		if rp.context().Err() != nil {
+			return // the caller returns ctx's error and writes nothing
+		}
 		start := rp.md.Len()
 		switch tb.Kind {
 		case "confusion":
