@@ -84,7 +84,7 @@ type CompareThresholds struct {
 
 // ReadCompareSpec parses and checks a comparison spec.
 func ReadCompareSpec(path string) (*CompareSpec, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSpecFile(path)
 	if err != nil {
 		return nil, err
 	}

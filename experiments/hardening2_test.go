@@ -77,6 +77,11 @@ func TestLoadSpecCapsSize(t *testing.T) {
 	if err == nil || err.Error() != p+": a spec is at most 1024 KiB; this file is larger (is it a spec?)" {
 		t.Errorf("got %.200v", err)
 	}
+	// A comparison spec too (it was read whole).
+	_, err = ReadCompareSpec(p)
+	if err == nil || err.Error() != p+": a spec is at most 1024 KiB; this file is larger (is it a spec?)" {
+		t.Errorf("compare spec: got %.200v", err)
+	}
 }
 
 // Class 7: a results line repeating a run's key with other numbers is

@@ -359,6 +359,16 @@ func (e *SpecError) Error() string {
 
 // LoadSpec reads and validates a spec file.
 func LoadSpec(path string) (*Spec, error) {
+	b, err := readSpecFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSpec(path, b)
+}
+
+// readSpecFile reads a spec (an experiment's or a comparison's) of at most
+// MaxSpecBytes.
+func readSpecFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -373,7 +383,7 @@ func LoadSpec(path string) (*Spec, error) {
 	if len(b) > MaxSpecBytes {
 		return nil, fmt.Errorf("%s: a spec is at most %d KiB; this file is larger (is it a spec?)", path, MaxSpecBytes>>10)
 	}
-	return ParseSpec(path, b)
+	return b, nil
 }
 
 // quotedExcerpts returns args with each string that format quotes (%q)
