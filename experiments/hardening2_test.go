@@ -367,3 +367,35 @@ func TestReportAndDataStopOnCancel(t *testing.T) {
 		t.Errorf("a cancelled synthetic draw of 6000 points took %v", d)
 	}
 }
+
+// Round 2, uncapped echoes: another runner's results file is read a
+// capped window at a time; a line longer than the cap in it is stepped
+// over, and the whole lines after it are still taken.
+func TestOtherRunnersFileReadInCappedWindows(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "results.shard-1-of-2.jsonl")
+	f, err := os.Create(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(bytes.Repeat([]byte("x"), maxResultLine+10))
+	fmt.Fprintln(f)
+	fmt.Fprintln(f, `{"key":"k9","error":0.1,"nll":0.3}`)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for i := 0; i < 3 && !found; i++ {
+		_, found = s.finishedElsewhere("k9")
+	}
+	if !found {
+		t.Error("the result after an over-long line of another runner's file was never taken")
+	}
+	if s.others[other] != int64(maxResultLine+10+1+len(`{"key":"k9","error":0.1,"nll":0.3}`)+1) {
+		t.Errorf("read up to byte %d of the other file", s.others[other])
+	}
+}

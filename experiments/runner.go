@@ -383,11 +383,18 @@ func (s *store) readNew(name string) {
 	if _, err := f.Seek(s.others[name], io.SeekStart); err != nil {
 		return
 	}
-	data, err := io.ReadAll(f)
+	// Another runner's file is read a bounded window at a time: a damaged
+	// or hostile file cannot make this runner buffer more than one line cap.
+	data, err := io.ReadAll(io.LimitReader(f, maxResultLine))
 	if err != nil {
 		return
 	}
 	end := bytes.LastIndexByte(data, '\n') + 1 // a line being written waits
+	if end == 0 && len(data) == maxResultLine {
+		// A line longer than the cap is no result: step over this window;
+		// its rest fails to parse and is skipped like any unreadable line.
+		end = len(data)
+	}
 	s.others[name] += int64(end)
 	s.mu.Lock()
 	defer s.mu.Unlock()
