@@ -104,7 +104,9 @@ func (m *Model) Save(path string) error {
 	return nil
 }
 
-// Load reads a model written by Save (format version 1 or 2). custom
+// Load reads a model written by Save (format versions 1 to 3), or a file
+// of a retired format that a LegacyLoader converts (gpc-rmgpc here,
+// gpc-htpc with models/laplace linked). custom
 // supplies what JSON cannot hold (Options.Kernel.Factory,
 // Options.Likelihood.Custom) when the model used them; pass nil otherwise.
 func Load(path string, custom *Options) (*Model, error) {
@@ -123,6 +125,9 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 		return nil, fmt.Errorf("models: %s is not a model file: %w", path, err)
 	}
 	if s.Format != "gpc-model" {
+		if l, ok := legacyLoader(s.Format); ok {
+			return l(b, path)
+		}
 		return nil, fmt.Errorf("models: %s is not a gpc model file", path)
 	}
 	var opts Options
