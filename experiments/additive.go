@@ -74,8 +74,9 @@ func init() {
 // liuSetting is what a liu_uci setting name selects.
 type liuSetting struct {
 	rowIndex bool
-	// kernel builds Table V's kernel; nil for Appendix D's RBF.
-	kernel models.KernelFactory
+	// kernel is Table V's kernel, a registered expression (so that a model
+	// trained with it reloads by name); empty for Appendix D's RBF.
+	kernel string
 }
 
 // liuSettings are the setting names liu_uci accepts.
@@ -85,23 +86,10 @@ var liuSettings = map[string]liuSetting{
 	"matern52+rbf": {kernel: models.AdditiveMaternRBF},
 	// Ablations of how Table V's two kernel parts start (the paper gives
 	// the length-scales, not which part gets which): the Matérn part at √d
-	// and the RBF part at 0.1·√d, and both at 0.1·√d.
-	"matern52+rbf-swap":  {kernel: maternRBFAt(1, 0.1)},
-	"matern52+rbf-short": {kernel: maternRBFAt(0.1, 0.1)},
-}
-
-// maternRBFAt is Table V's kernel (models.AdditiveMaternRBF) with the
-// Matérn-5/2 and RBF parts started at GPflow length-scales m·√d and r·√d
-// (ℓ_j = m²·d and r²·d here, where ℓ_j divides squared distances), both at
-// σ² = 5; only the RBF part carries the white noise.
-func maternRBFAt(m, r float64) models.KernelFactory {
-	return func(name string, d int, init models.KernelInit) kernels.Kernel {
-		mat, err := kernels.NewMatern(name+"/m52", 2.5, d, m*m*float64(d), models.AppendixDVariance, 0)
-		if err != nil {
-			panic(err) // ν = 2.5 is supported
-		}
-		return kernels.Sum{mat, kernels.NewSE(name+"/rbf", d, r*r*float64(d), models.AppendixDVariance, init.Noise)}
-	}
+	// and the RBF part at 0.1·√d, and both at 0.1·√d (the kernel's
+	// arguments are the parts' GPflow length-scales over √d).
+	"matern52+rbf-swap":  {kernel: models.AdditiveMaternRBF + "(1,0.1)"},
+	"matern52+rbf-short": {kernel: models.AdditiveMaternRBF + "(0.1,0.1)"},
 }
 
 func liuSettingNames() []string {
@@ -250,8 +238,8 @@ func liuIterations(b Budget, n int) int {
 // D's settings, with the setting's kernel.
 func liuOptions(r Run, nTotal int, seed uint64, st liuSetting) models.Options {
 	o := models.AppendixD(modelOptions(r, nTotal, seed))
-	if st.kernel != nil {
-		o.Kernel.Factory = st.kernel
+	if st.kernel != "" {
+		o.Kernel.Name, o.Kernel.Factory = st.kernel, nil
 	}
 	return o
 }

@@ -24,11 +24,6 @@ func init() {
 		Name:     "Robust multi-class GPC (paper 003)",
 		Families: map[string]Family{"robust_uci": {Run: robustRun, Reads: minSteps}, "robust_outliers": {Run: outliersRun, Reads: minSteps}},
 		Figures:  map[string]FigureFunc{"rmgpc_fig1": outlierFigure},
-		Fitters: map[string]Fitter{
-			"rmgpc": presetFitter,
-			"smgpc": presetFitter,
-			"htpc":  presetFitter,
-		},
 		Validate: func(s *Spec) error {
 			for i, d := range s.Datasets {
 				if !slices.Contains(datasets.UCINames(), d) {
@@ -43,34 +38,36 @@ func init() {
 	}
 }
 
-// presetFitter fits the run's model with its preset's own settings (the
-// EP engine's hyper-parameter search runs to its own convergence, so the
-// spec's minibatch training settings, which are RMGPC-SVI's, do not apply),
-// standardising the inputs as the paper's protocol does.
-func presetFitter(ctx context.Context, train *datasets.Dataset, r Run) (Predictor, error) {
-	m, err := fitPreset(ctx, train, r.Method.Model)
+// ownTraining reports whether a method's model trains by its preset's
+// own settings (Preset.Train and Defaults: its optimiser, cap, tolerance,
+// kernel and jitter) rather than by the spec's training section. The rule
+// is a capability: a model whose engine reads every training row per
+// objective evaluation under its own options (models.FullBatcher: EP,
+// Laplace) fits to its own convergence, so the spec's minibatch settings,
+// written for the SVI methods, do not apply to it.
+func ownTraining(m Method) bool {
+	mdl, err := models.New(ownOptions(m))
+	return err == nil && mdl.IsFullBatch()
+}
+
+// ownOptions are a method's model options when it trains by its own
+// settings: its parts, the library's defaults for the rest, and the
+// inputs standardised, as the paper's protocol does.
+func ownOptions(m Method) models.Options {
+	o := models.Options{Model: m.Model, Inputs: models.InputOptions{Model: m.Inputs, Standardize: true}}
+	o.Likelihood.Name = m.Likelihood
+	return o
+}
+
+func fitPreset(ctx context.Context, train *datasets.Dataset, m Method) (*models.Model, error) {
+	mdl, err := models.New(ownOptions(m))
 	if err != nil {
 		return nil, err
 	}
-	return presetPredictor{m}, nil
-}
-
-func fitPreset(ctx context.Context, train *datasets.Dataset, model string) (*models.Model, error) {
-	m, err := models.New(models.Options{Model: model, Inputs: models.InputOptions{Standardize: true}})
-	if err != nil {
+	if err := mdl.Fit(ctx, train, models.FitConfig{Warnings: io.Discard}); err != nil {
 		return nil, err
 	}
-	if err := m.Fit(ctx, train, models.FitConfig{Warnings: io.Discard}); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// presetPredictor is a model's Predict without input noise.
-type presetPredictor struct{ m *models.Model }
-
-func (p presetPredictor) Predict(x []float64, n int) ([]float64, error) {
-	return p.m.Predict(x, n, nil)
+	return mdl, nil
 }
 
 // robustSplit is the split of a data set shared by every method and every
@@ -145,14 +142,14 @@ func robustRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	train, test = std[0], std[1]
 	var res *Result
 	var p []float64
-	if fit, ok := fitterFor(r.Method.Model); ok {
+	if ownTraining(r.Method) {
 		t0 := time.Now()
-		m, err := fit(ctx, train, r)
+		m, err := fitPreset(ctx, train, r.Method)
 		if err != nil {
 			return nil, err
 		}
 		secs := time.Since(t0).Seconds()
-		if p, err = m.Predict(test.X, test.N); err != nil {
+		if p, err = m.Predict(test.X, test.N, nil); err != nil {
 			return nil, err
 		}
 		sc := models.Score(p, test.Y, test.C)
@@ -192,7 +189,7 @@ func outliersRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 	std, _ := datasets.Standardize(ds)
 	all := std[0]
 	t0 := time.Now()
-	m, err := fitPreset(ctx, all, r.Method.Model)
+	m, err := fitPreset(ctx, all, r.Method)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpc-dev/gpc/datasets"
+	"github.com/gpc-dev/gpc/models"
 )
 
 // Label noise redraws round(η·n) labels, nested across η, and leaves the
@@ -105,5 +106,78 @@ tables:
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
 	if !strings.Contains(string(md), "significance marks (◁, Wilcoxon p < 0.01) agree in") {
 		t.Fatalf("report:\n%s", md)
+	}
+}
+
+// robustTwinPreset is rmgpc's composition under another name: the robust
+// family must route it to its own training as it does rmgpc, which it can
+// only do by what the model is (its engine's capabilities), not by name.
+const robustTwinPreset = "robust-test-rmgpc-twin"
+
+func init() {
+	p, ok := models.LookupPreset("rmgpc")
+	if !ok {
+		panic("rmgpc is not registered")
+	}
+	p.Name, p.Order = robustTwinPreset, 99
+	if err := models.RegisterPreset(p); err != nil {
+		panic(err)
+	}
+}
+
+// TestRobustOwnTrainingByCapability checks that which methods train by
+// their preset's own settings is decided by the engine's capability: the
+// EP and Laplace presets do, the SVI one does not, and a preset with
+// rmgpc's parts under an unknown name is fitted exactly as rmgpc is (under
+// the spec's SVI training, with its se kernel and 3 epochs, it would not
+// be).
+func TestRobustOwnTrainingByCapability(t *testing.T) {
+	for model, want := range map[string]bool{"rmgpc": true, "smgpc": true, "htpc": true, robustTwinPreset: true, "rmgpc-svi": false, "mgp": false} {
+		if got := ownTraining(Method{Name: "m", Model: model}); got != want {
+			t.Errorf("ownTraining(%s) = %v, want %v", model, got, want)
+		}
+	}
+	dataDir, err := datasets.ResolveDataDir("")
+	if err != nil {
+		t.Skip(err)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "gpinputnoise", "uci", "wine")); err != nil {
+		t.Skip("wine not present")
+	}
+	src := `name: robust_twin
+title: t
+source: test
+family: robust_uci
+datasets: [wine]
+protocol: {splits: 1}
+training: {epochs: 3, batch: 200, lr: 0.05, inducing: 10, kernel: se}
+settings:
+  - {name: "η=10%", label_noise: 0.1}
+methods:
+  - {name: A, model: rmgpc}
+  - {name: B, model: ` + robustTwinPreset + `}
+`
+	s, err := ParseSpec("robust.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Execute(context.Background(), s, dir, RunConfig{Workers: 1, DataDir: dataDir}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := map[string]*Result{}
+	for _, r := range st.results() {
+		res[r.Method] = &r
+	}
+	a, b := res["A"], res["B"]
+	if a == nil || b == nil {
+		t.Fatalf("results %v", res)
+	}
+	if a.Error != b.Error || a.NLL != b.NLL || a.BCR != b.BCR {
+		t.Fatalf("rmgpc: error %v nll %v bcr %v; the same parts under another name: error %v nll %v bcr %v", a.Error, a.NLL, a.BCR, b.Error, b.NLL, b.BCR)
 	}
 }

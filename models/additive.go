@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/gpc-dev/gpc/layers/kernels"
@@ -64,19 +65,51 @@ func AdditiveKernel(name string, d int, init KernelInit) kernels.Kernel {
 	return kernels.NewSE(name, d, 0.01*float64(d), AppendixDVariance, init.Noise)
 }
 
-// AdditiveMaternRBF is a KernelFactory for Table V's kernel (and ORTH's):
-// Matérn-5/2 with GPflow length-scale 0.1·√d plus RBF with length-scale
-// √d, both with σ² = 5 and ARD; only the RBF part carries the white noise.
-// Its parameters are name/m52/… and name/rbf/…, and its Matérn part has no
-// white noise, so no kernel expression ("matern52+se" names its parts
-// name/0:matern52/… and gives both white noise) rebuilds it: Load needs
-// the factory (Load's custom options).
-func AdditiveMaternRBF(name string, d int, init KernelInit) kernels.Kernel {
-	m, err := kernels.NewMatern(name+"/m52", 2.5, d, 0.01*float64(d), AppendixDVariance, 0)
-	if err != nil {
-		panic(err) // ν = 2.5 is supported
+// AdditiveMaternRBF is the registered kernel of Table V (and ORTH's):
+// Matérn-5/2 plus RBF, both ARD with σ² = 5, the Matérn part started at
+// GPflow length-scale 0.1·√d and the RBF part at √d (ℓ_j = 0.01·d and d
+// here, where ℓ_j divides squared distances); only the RBF part carries
+// the white noise, at the data-driven e⁻²⁰. Its arguments move the starts:
+// "liu-matern52-rbf(m,r)" starts the parts at m·√d and r·√d (the default is
+// (0.1,1)). Its parameters are name/m52/… and name/rbf/…. Being registered,
+// a model trained with it (KernelOptions.Name) saves its name and reloads
+// anywhere this package is linked, with no factory passed to Load.
+const AdditiveMaternRBF = "liu-matern52-rbf"
+
+func init() {
+	if err := kernels.Register(AdditiveMaternRBF, newAdditiveMaternRBF); err != nil {
+		panic(err)
 	}
-	return kernels.Sum{m, kernels.NewSE(name+"/rbf", d, float64(d), AppendixDVariance, init.Noise)}
+}
+
+// newAdditiveMaternRBF is AdditiveMaternRBF's factory. Without data the
+// white noise starts at 1, as every kernel's does (Load overwrites it).
+func newAdditiveMaternRBF(c kernels.Config) (kernels.Kernel, error) {
+	// The squared multipliers: the default's are written as the factory
+	// this kernel replaces wrote them (0.01, not 0.1·0.1), so that its fits
+	// are bit for bit the same.
+	m2, r2 := 0.01, 1.0
+	switch len(c.Args) {
+	case 0:
+	case 2:
+		m, r := c.Args[0], c.Args[1]
+		if !(m > 0 && r > 0) || math.IsInf(m, 0) || math.IsInf(r, 0) {
+			return nil, fmt.Errorf("models: %s(%g,%g): the length-scale multipliers must be positive and finite", AdditiveMaternRBF, m, r)
+		}
+		m2, r2 = m*m, r*r
+	default:
+		return nil, fmt.Errorf("models: %s takes two arguments (the Matérn and RBF parts' length-scales over √d), got %d", AdditiveMaternRBF, len(c.Args))
+	}
+	noise := 1.0
+	if c.Data != nil {
+		noise = math.Exp(-20)
+	}
+	d := float64(c.D)
+	mat, err := kernels.NewMatern(c.Name+"/m52", 2.5, c.D, m2*d, AppendixDVariance, 0)
+	if err != nil {
+		return nil, err
+	}
+	return kernels.Sum{mat, kernels.NewSE(c.Name+"/rbf", c.D, r2*d, AppendixDVariance, noise)}, nil
 }
 
 // AppendixD returns o with the additive-noise paper's UCI settings in its

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -62,7 +64,7 @@ func TestGPCAdditiveGradients(t *testing.T) {
 	d := AppendixD(Options{Model: "gpc2"})
 	cases = append(cases, tc{"gpc2/appendixD", d})
 	d3 := AppendixD(Options{Model: "gpc3", Likelihood: LikelihoodOptions{Delta: 0.05, FixDelta: true}})
-	d3.Kernel.Factory = AdditiveMaternRBF
+	d3.Kernel.Name, d3.Kernel.Factory = AdditiveMaternRBF, nil
 	cases = append(cases, tc{"gpc3/matern+rbf/fixed-delta", d3})
 	dsm := AppendixD(Options{Model: "gpcsm"})
 	dsm.Posterior.Whitened = true
@@ -266,14 +268,27 @@ func TestGPCAdditiveAppendixD(t *testing.T) {
 		t.Errorf("AppendixD overrode explicit settings: %+v", q)
 	}
 	const d = 16
+	x := make([]float64, 5*d)
+	for i := range x {
+		x[i] = float64(i%5) - 2
+	}
+	data := kernels.NewData(x, 5, d, rand.New(rand.NewPCG(1, 1)))
 	for _, c := range []struct {
-		f    KernelFactory
+		f    func() kernels.Kernel
 		want map[string]float64
 	}{
-		{AdditiveKernel, map[string]float64{"k/lengthscales": 0.01 * d, "k/variance": 5, "k/white": math.Exp(-20)}},
-		{AdditiveMaternRBF, map[string]float64{"k/m52/lengthscales": 0.01 * d, "k/m52/variance": 5, "k/rbf/lengthscales": d, "k/rbf/variance": 5, "k/rbf/white": math.Exp(-20)}},
+		{func() kernels.Kernel {
+			return AdditiveKernel("k", d, KernelInit{Lengthscale: 3, Variance: math.E, Noise: math.Exp(-20)})
+		}, map[string]float64{"k/lengthscales": 0.01 * d, "k/variance": 5, "k/white": math.Exp(-20)}},
+		{func() kernels.Kernel {
+			k, err := kernels.Build(AdditiveMaternRBF, kernels.Config{Name: "k", D: d, Data: data})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return k
+		}, map[string]float64{"k/m52/lengthscales": 0.01 * d, "k/m52/variance": 5, "k/rbf/lengthscales": d, "k/rbf/variance": 5, "k/rbf/white": math.Exp(-20)}},
 	} {
-		k := c.f("k", d, KernelInit{Lengthscale: 3, Variance: math.E, Noise: math.Exp(-20)})
+		k := c.f()
 		got := map[string]float64{}
 		for _, p := range k.Params() {
 			got[p.Name] = p.Value(0)
@@ -320,5 +335,57 @@ func TestGPCAdditiveEpochs(t *testing.T) {
 	}
 	if AppendixDEpochs(6660, 1024) != 1429 {
 		t.Errorf("AppendixDEpochs(6660, 1024) = %d", AppendixDEpochs(6660, 1024))
+	}
+}
+
+// oldAdditiveMaternRBF is the KernelFactory Table V's kernel was before it
+// was registered, verbatim.
+func oldAdditiveMaternRBF(name string, d int, init KernelInit) kernels.Kernel {
+	m, err := kernels.NewMatern(name+"/m52", 2.5, d, 0.01*float64(d), AppendixDVariance, 0)
+	if err != nil {
+		panic(err)
+	}
+	return kernels.Sum{m, kernels.NewSE(name+"/rbf", d, float64(d), AppendixDVariance, init.Noise)}
+}
+
+// A model with Table V's kernel saves its name and reloads by it, with no
+// factory given to Load, to identical predictions; and the registered
+// kernel trains bit for bit as the factory it replaces did, so that the
+// liu_uci results do not move.
+func TestAdditiveMaternRBFReloads(t *testing.T) {
+	o := AppendixD(Options{Model: "gpc2"})
+	o.Kernel.Name, o.Kernel.Factory = AdditiveMaternRBF, nil
+	m, x, n := trainSmall(t, o)
+	want, err := m.Predict(x, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "fresh", "table5.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m2.Predict(x, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("predictions after loading differ: %v, want %v", got[:3], want[:3])
+	}
+	old := AppendixD(Options{Model: "gpc2"})
+	old.Kernel.Factory = oldAdditiveMaternRBF
+	mo, _, _ := trainSmall(t, old)
+	po, err := mo.Predict(x, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(po, want) {
+		t.Fatalf("the registered kernel predicts %v, the factory it replaces %v", want[:3], po[:3])
 	}
 }

@@ -37,7 +37,7 @@ func benchStepWith(b *testing.B, preset string, n, d, c, batch, m int, kernel st
 		o = models.AppendixD(o)
 	}
 	if kernel == "matern52+rbf" {
-		o.Kernel = models.KernelOptions{Factory: models.AdditiveMaternRBF}
+		o.Kernel = models.KernelOptions{Name: models.AdditiveMaternRBF}
 	}
 	mod, err := models.New(o)
 	if err != nil {

@@ -60,7 +60,7 @@ func TestELBOGradientsCompositions(t *testing.T) {
 	poly := KernelOptions{Name: "poly"}
 	mgpPoly, foPoly := Options{Model: "mgp", Kernel: poly}, Options{Model: "nimgp-fo", Kernel: poly}
 	foMatern := Options{Model: "nimgp-fo", Kernel: KernelOptions{Name: "matern52"}}
-	gpcMaternRBF := Options{Model: "gpc1", Kernel: KernelOptions{Factory: AdditiveMaternRBF}}
+	gpcMaternRBF := Options{Model: "gpc1", Kernel: KernelOptions{Name: AdditiveMaternRBF}}
 	for name, o := range map[string]Options{"svgp-full": full, "sampled": sampled, "first-order-logit": foLogit, "nimgp-whitened-shared": whitened,
 		"mgp-poly": mgpPoly, "nimgp-fo-poly": foPoly, "nimgp-fo-matern52": foMatern, "gpc1-matern52+rbf": gpcMaternRBF} {
 		for order := 1; order <= 2; order++ {

@@ -14,14 +14,13 @@ import (
 )
 
 // The model-level gradient check through composite kernels: every
-// trainable parameter of the sum's and product's parts (a product's unused
-// white noise included, whose gradient is zero), first and second order,
-// in the plain model and in NIMGP_FO, which differentiates ∂μ/∂x through
-// the kernel. A product has no white noise (Product), so K_ZZ has only the
-// jitter on its diagonal: at 1e-3 its condition number lifts the finite
-// differences' round-off to 1e-5 relative (the error falls as 1/jitter:
-// 3e-7 at 1e-2, 3e-9 at 0.1, with the same analytic gradient), so these
-// checks run at jitter 0.1.
+// trainable parameter of the sum's and product's parts and the composite's
+// one white noise, first and second order, in the plain model and in
+// NIMGP_FO, which differentiates ∂μ/∂x through the kernel. The composite's
+// σ₀² starts at e⁻²⁰, so K_ZZ has little but the jitter on its diagonal:
+// at 1e-3 its condition number lifts the finite differences' round-off to
+// 1e-5 relative (the error falls as 1/jitter: 3e-7 at 1e-2, 3e-9 at 0.1,
+// with the same analytic gradient), so these checks run at jitter 0.1.
 func TestCompositeKernelELBOGradients(t *testing.T) {
 	skipFiniteDifferencesUnderRace(t)
 	for _, model := range []string{"mgp", "nimgp-fo"} {

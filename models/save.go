@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 
 	"github.com/gpc-dev/gpc/datasets"
 	"github.com/gpc-dev/gpc/layers"
+	"github.com/gpc-dev/gpc/layers/kernels"
 )
 
 // FormatVersion is the newest version of the model file format written by
@@ -102,7 +104,9 @@ func (m *Model) Save(path string) error {
 	return nil
 }
 
-// Load reads a model written by Save (format version 1 or 2). custom
+// Load reads a model written by Save (format versions 1 to 3), or a file
+// of a retired format that a LegacyLoader converts (gpc-rmgpc here,
+// gpc-htpc with models/laplace linked). custom
 // supplies what JSON cannot hold (Options.Kernel.Factory,
 // Options.Likelihood.Custom) when the model used them; pass nil otherwise.
 func Load(path string, custom *Options) (*Model, error) {
@@ -121,6 +125,9 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 		return nil, fmt.Errorf("models: %s is not a model file: %w", path, err)
 	}
 	if s.Format != "gpc-model" {
+		if l, ok := legacyLoader(s.Format); ok {
+			return l(b, path)
+		}
 		return nil, fmt.Errorf("models: %s is not a gpc model file", path)
 	}
 	var opts Options
@@ -182,6 +189,7 @@ func load(b []byte, path string, custom *Options) (*Model, error) {
 	if err := m.allocate(s.D, s.C, s.N, s.M); err != nil {
 		return nil, fmt.Errorf("models: %s: %w", path, err)
 	}
+	s.Params = migrateCompositeNoise(s.Params, m)
 	if err := checkSavedParams(path, s.Params, m.params()); err != nil {
 		return nil, err
 	}
@@ -292,4 +300,86 @@ func optionsV1(raw json.RawMessage) (Options, error) {
 	o.Inputs.PriorVar, o.Inputs.QXInitVar, o.Inputs.Hidden, o.Inputs.Residual, o.Inputs.TestSamples = v1.PriorVar, v1.QXInitVar, v1.Hidden, v1.Residual, v1.TestSamples
 	o.Train = TrainOptions{Epochs: v1.Epochs, Batch: v1.Batch, LR: v1.LR, Seed: v1.Seed}
 	return o, nil
+}
+
+// migrateCompositeNoise converts the kernel parameters of a file written
+// before a composite kernel owned one white noise (kernels.Composite): each
+// part then had its own σ₀², of which a sum added those of the parts it
+// reaches through sums only (kernels.Expr.SumParts) and a product used
+// none. The parts' white noises are dropped and the composite's σ₀² set to
+// the total the old model used, so that it predicts as it did; where it
+// used none, σ₀² is e⁻⁷⁴⁵, the smallest positive scale, which adds nothing
+// a float64 can hold to the jitter. Files of either kind load.
+func migrateCompositeNoise(saved []savedParam, m *Model) []savedParam {
+	if m.Opts.Kernel.Factory != nil {
+		return saved
+	}
+	e, err := kernels.Parse(m.Opts.Kernel.Name)
+	if err != nil || !e.Composite() {
+		return saved
+	}
+	byName := map[string]int{}
+	for i, p := range saved {
+		byName[p.Name] = i
+	}
+	leaves, used := e.Kernels(), map[int]bool{}
+	for _, i := range e.SumParts() {
+		used[i] = true
+	}
+	drop := map[string]bool{}
+	var add []savedParam
+	seen := map[*layers.Param]bool{}
+	for _, k := range m.kernels {
+		c, ok := compositeOf(k)
+		if !ok || c.WhiteNoise == nil || seen[c.WhiteNoise] {
+			continue
+		}
+		seen[c.WhiteNoise] = true
+		if _, ok := byName[c.WhiteNoise.Name]; ok {
+			continue // a file written with the composite's own noise
+		}
+		prefix := strings.TrimSuffix(c.WhiteNoise.Name, "/white")
+		var total float64
+		found := false
+		for i, leaf := range leaves {
+			name := kernels.PartName(prefix, i, leaf) + "/white"
+			j, ok := byName[name]
+			if !ok || len(saved[j].Data) != 1 {
+				continue
+			}
+			found = true
+			drop[name] = true
+			if used[i] {
+				total += math.Exp(saved[j].Data[0])
+			}
+		}
+		if !found {
+			continue
+		}
+		raw := float64(minLogScale)
+		if total > 0 {
+			raw = math.Max(math.Log(total), minLogScale)
+		}
+		add = append(add, savedParam{Name: c.WhiteNoise.Name, Shape: []int{}, Data: []float64{raw}})
+	}
+	if len(add) == 0 {
+		return saved
+	}
+	out := make([]savedParam, 0, len(saved)+len(add))
+	for _, p := range saved {
+		if !drop[p.Name] {
+			out = append(out, p)
+		}
+	}
+	return append(out, add...)
+}
+
+// compositeOf returns the composite kernel k is or wraps (a latent noise
+// on top of a shared composite).
+func compositeOf(k kernels.Kernel) (*kernels.Composite, bool) {
+	if w, ok := k.(*kernels.WithNoise); ok {
+		k = w.Kernel
+	}
+	c, ok := k.(*kernels.Composite)
+	return c, ok
 }

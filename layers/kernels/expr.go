@@ -5,6 +5,10 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"gorgonia.org/tensor"
+
+	"github.com/gpc-dev/gpc/layers"
 )
 
 // Expr is a parsed kernel expression: registered kernels combined by '+'
@@ -119,9 +123,11 @@ func PartName(prefix string, i int, kernel string) string {
 }
 
 // Build builds the expression: a single kernel under c.Name itself (its
-// parameters named as the kernel alone always was), a composite with each
-// part named by PartName and initialised by its own factory from c.Data.
-// c.Args is ignored: arguments come from the expression.
+// parameters named as the kernel alone always was), a composite as a
+// *Composite, each part named by PartName and initialised by its own
+// factory from c.Data, the composite owning the one white noise
+// (c.Name+"/white"). c.Args is ignored: arguments come from the
+// expression.
 func (e *Expr) Build(c Config) (Kernel, error) {
 	i := 0
 	var build func(n *exprNode) (Kernel, error)
@@ -155,7 +161,74 @@ func (e *Expr) Build(c Config) (Kernel, error) {
 		}
 		return Product(ks), nil
 	}
-	return build(e.root)
+	k, err := build(e.root)
+	if err != nil || !e.Composite() {
+		return k, err
+	}
+	return own(k, c), nil
+}
+
+// own makes the composite k own the white noise of its parts: each part
+// that can (whiteDropper) drops its own, and the composite's σ₀² starts at
+// the sum of what the parts started at, so that a sum's initial prior is
+// the one it had when every part carried its own; a product, which used
+// none of its factors', gains one. Without data (c.Data nil) it starts at
+// 1, as every hyper-parameter does.
+func own(k Kernel, c Config) *Composite {
+	comp := &Composite{Kernel: k}
+	var noise float64
+	var walk func(k Kernel, viaSums bool)
+	walk = func(k Kernel, viaSums bool) {
+		switch k := k.(type) {
+		case Sum:
+			for _, q := range k {
+				walk(q, viaSums)
+			}
+		case Product:
+			for _, q := range k {
+				walk(q, false)
+			}
+		case whiteDropper:
+			noise += k.dropWhite()
+		case Noiser:
+			if viaSums {
+				comp.kept = append(comp.kept, k)
+			}
+		}
+	}
+	walk(k, true)
+	if noise > 0 {
+		if c.Data == nil {
+			noise = 1
+		}
+		comp.WhiteNoise = layers.NewParam(c.Name+"/white", tensor.ScalarShape(), noise, layers.Exp)
+	}
+	return comp
+}
+
+// SumParts lists the parts (counted from 0 left to right, as PartName
+// numbers them) reached from the root through sums only. Before a
+// composite owned one white noise, a sum added its parts' and a product
+// used none of its factors', so these are the parts whose white noise a
+// model saved then used: a loader converts such a file by their total.
+func (e *Expr) SumParts() []int {
+	var out []int
+	i := 0
+	var walk func(n *exprNode, viaSums bool)
+	walk = func(n *exprNode, viaSums bool) {
+		if n.op == 0 {
+			if viaSums {
+				out = append(out, i)
+			}
+			i++
+			return
+		}
+		for _, q := range n.parts {
+			walk(q, viaSums && n.op == '+')
+		}
+	}
+	walk(e.root, true)
+	return out
 }
 
 // Build parses expr and builds it (Expr.Build).

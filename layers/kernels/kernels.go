@@ -440,6 +440,78 @@ type Sum []Kernel
 // the factors' σ₀² is used.
 type Product []Kernel
 
+// Composite is what a kernel expression that combines kernels builds: its
+// Sum or Product, whose registered parts carry no white noise of their
+// own, and one white noise σ₀² for the whole. A part's σ₀² would be
+// unidentifiable in a sum (only the total enters K_ZZ and k(x,x)) and
+// unused in a product, yet still a parameter to store and optimise.
+type Composite struct {
+	// Kernel is the Sum or Product of the parts.
+	Kernel
+	// WhiteNoise is σ₀² (stored as log σ₀²), named prefix+"/white"; nil
+	// when no part would have had one (a sum of linear kernels).
+	WhiteNoise *layers.Param
+	// kept are parts reached through sums only that kept a white noise of
+	// their own (a user's kernel that cannot hand it over): it is added,
+	// as a Sum always did.
+	kept []Noiser
+}
+
+// Params implements Kernel: the parts', then σ₀².
+func (c *Composite) Params() []*layers.Param {
+	ps := append([]*layers.Param(nil), c.Kernel.Params()...)
+	if c.WhiteNoise != nil {
+		ps = append(ps, c.WhiteNoise)
+	}
+	return ps
+}
+
+// Noise implements Noiser: σ₀², plus the noise of any part that kept its own.
+func (c *Composite) Noise(s *layers.Scope) (*G.Node, error) {
+	var acc *G.Node
+	if c.WhiteNoise != nil {
+		v, err := s.Node(c.WhiteNoise)
+		if err != nil {
+			return nil, err
+		}
+		acc = v
+	}
+	for _, k := range c.kept {
+		v, err := k.Noise(s)
+		if err != nil {
+			return nil, err
+		}
+		if acc == nil {
+			acc = v
+		} else if acc, err = G.Add(acc, v); err != nil {
+			return nil, err
+		}
+	}
+	if acc == nil {
+		return G.NewScalar(s.G, G.Float64, G.WithValue(0.0), G.WithName("zero")), nil
+	}
+	return acc, nil
+}
+
+// DefaultJitter implements JitterDefaulter: the combination's.
+func (c *Composite) DefaultJitter() float64 { return JitterOf(c.Kernel) }
+
+// whiteDropper is a kernel that can hand its white noise over to the
+// composite it is a part of: it drops the parameter and returns the σ₀²
+// it started at (0 when it had none).
+type whiteDropper interface {
+	dropWhite() float64
+}
+
+// dropWhite implements whiteDropper for the ARD family.
+func (a *ARD) dropWhite() float64 {
+	if a.WhiteNoise == nil {
+		return 0
+	}
+	a.WhiteNoise = nil
+	return a.init.Noise
+}
+
 // K implements Kernel.
 func (ks Sum) K(s *layers.Scope, x, z *G.Node) (*G.Node, error) {
 	return combine(ks, func(k Kernel) (*G.Node, error) { return k.K(s, x, z) }, G.Add)

@@ -151,7 +151,7 @@ func TestKernelGradients(t *testing.T) {
 				var params G.Nodes
 				for _, p := range c.k.Params() {
 					if _, isProd := c.k.(Product); isProd && strings.HasSuffix(p.Name, "/white") {
-						continue // products ignore their factors' white noise
+						continue // a bare Product ignores its factors' white noise
 					}
 					n, _ := s.Raw(p)
 					params = append(params, n)

@@ -363,6 +363,8 @@ func ReadsDegree(expr string) bool {
 	var walk func(Kernel) bool
 	walk = func(k Kernel) bool {
 		switch k := k.(type) {
+		case *Composite:
+			return walk(k.Kernel)
 		case Sum:
 			for _, p := range k {
 				if walk(p) {

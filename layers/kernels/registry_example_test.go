@@ -66,11 +66,10 @@ func ExampleParse() {
 	// canonical: (matern52+linear)*poly(2) parts: [matern52 linear poly]
 	// k0/0:matern52/lengthscales (3)
 	// k0/0:matern52/variance ()
-	// k0/0:matern52/white ()
 	// k0/1:linear/lengthscales (3)
 	// k0/2:poly/lengthscales (3)
 	// k0/2:poly/variance ()
-	// k0/2:poly/white ()
+	// k0/white ()
 	// jitter: 0.001
 	// kernels: expression "matern52 + + linear", position 12: expected a kernel name or (, found "+"
 }

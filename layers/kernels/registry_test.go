@@ -128,15 +128,19 @@ func TestCompositeNames(t *testing.T) {
 	for _, p := range k.Params() {
 		names = append(names, p.Name)
 	}
-	want := []string{"k3/0:se/lengthscales", "k3/0:se/variance", "k3/0:se/white", "k3/1:linear/lengthscales", "k3/2:se/lengthscales", "k3/2:se/variance", "k3/2:se/white"}
+	want := []string{"k3/0:se/lengthscales", "k3/0:se/variance", "k3/1:linear/lengthscales", "k3/2:se/lengthscales", "k3/2:se/variance", "k3/white"}
 	if !slices.Equal(names, want) {
 		t.Errorf("parameters %v, want %v", names, want)
 	}
-	if _, ok := k.(Product); !ok {
-		t.Errorf("(se+linear)*se built as %T, want Product", k)
+	c, ok := k.(*Composite)
+	if !ok {
+		t.Fatalf("(se+linear)*se built as %T, want *Composite", k)
 	}
-	if s, ok := k.(Product)[0].(Sum); !ok || len(s) != 2 {
-		t.Errorf("first factor %T, want a Sum of two", k.(Product)[0])
+	if _, ok := c.Kernel.(Product); !ok {
+		t.Errorf("(se+linear)*se combines its parts as %T, want Product", c.Kernel)
+	}
+	if s, ok := c.Kernel.(Product)[0].(Sum); !ok || len(s) != 2 {
+		t.Errorf("first factor %T, want a Sum of two", c.Kernel.(Product)[0])
 	}
 	k, _ = Build("se", Config{Name: "k0", D: 2})
 	if k.Params()[0].Name != "k0/lengthscales" {
@@ -293,7 +297,7 @@ func TestRegisteredInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := k.(Sum)
+	s := k.(*Composite).Kernel.(Sum)
 	if s[0].(*SE).Lengthscales.Value(0) != math.Exp(math.Log(med)) || s[1].(*Polynomial).Lengthscales.Value(0) != math.Exp(math.Log(msn)) {
 		t.Error("the parts of se+poly do not start at their own kernels' values")
 	}
@@ -346,24 +350,20 @@ func TestIsotropicValues(t *testing.T) {
 	}
 }
 
-// noiseParams are the white-noise parameters KZZ and KDiag use: those
-// reached through Noiser (a product has none, so its factors' are unused).
+// noiseParams are the white-noise parameters KZZ and KDiag use: a
+// composite's own, a single kernel's (through Noiser).
 func noiseParams(k Kernel) map[*layers.Param]bool {
 	out := map[*layers.Param]bool{}
-	switch k := k.(type) {
-	case Sum:
-		for _, q := range k {
-			for p := range noiseParams(q) {
-				out[p] = true
-			}
+	if c, ok := k.(*Composite); ok {
+		if c.WhiteNoise != nil {
+			out[c.WhiteNoise] = true
 		}
-	case Product:
-	default:
-		if _, ok := k.(Noiser); ok {
-			for _, p := range k.Params() {
-				if strings.HasSuffix(p.Name, "/white") {
-					out[p] = true
-				}
+		return out
+	}
+	if _, ok := k.(Noiser); ok {
+		for _, p := range k.Params() {
+			if strings.HasSuffix(p.Name, "/white") {
+				out[p] = true
 			}
 		}
 	}
@@ -412,7 +412,7 @@ func TestExpressionGradients(t *testing.T) {
 				var params G.Nodes
 				for _, p := range k.Params() {
 					if strings.HasSuffix(p.Name, "/white") && !used[p] {
-						continue
+						t.Fatalf("parameter %s is a white noise that K_ZZ and k(x,x) do not use", p.Name)
 					}
 					n, _ := s.Raw(p)
 					params = append(params, n)

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,13 +70,30 @@ func TestRobustModels(t *testing.T) {
 	if code, _, stderr := gpc(t, "outliers", "--model", m); code == 0 || !strings.Contains(stderr, "models.OutlierReporter") {
 		t.Fatalf("outliers on mgp: %d %q", code, stderr)
 	}
-	// Files of an earlier build's RMGPC and HTPC ask to be retrained.
-	old := writeFile(t, dir, "old.json", `{"format":"gpc-rmgpc","version":1}`)
-	if code, _, stderr := gpc(t, "outliers", "--model", old); code == 0 || !strings.Contains(stderr, "retrain it") {
-		t.Fatalf("old file: %d %q", code, stderr)
+	// Files of an earlier build's RMGPC and HTPC (models/rmgpc and
+	// models/htpc at 8b329a7) load: outliers reads RMGPC's, predict
+	// writes what that build's predict wrote.
+	legacy := filepath.Join("..", "..", "..", "models", "testdata", "legacy")
+	if code, stdout, stderr := gpc(t, "outliers", "--model", filepath.Join(legacy, "rmgpc.json")); code != 0 || !strings.HasPrefix(stdout, `{"p":[`) {
+		t.Fatalf("outliers on an old rmgpc file: %d %q", code, stderr)
 	}
-	oldH := writeFile(t, dir, "oldh.json", `{"format": "gpc-htpc", "version": 1}`)
-	if code, _, stderr := gpc(t, "predict", "--model", oldH, "--input", test, "--out", dir+"/o.csv"); code == 0 || !strings.Contains(stderr, "gpc train --model htpc") {
-		t.Fatalf("old htpc file: %d %q", code, stderr)
+	for _, name := range []string{"rmgpc", "smgpc", "htpc"} {
+		out := filepath.Join(dir, name+"-probs.csv")
+		if code, _, stderr := gpc(t, "predict", "--model", filepath.Join(legacy, name+".json"), "--input", filepath.Join(legacy, "test_x.csv"), "--out", out); code != 0 {
+			t.Fatalf("predict with an old %s file: %d %q", name, code, stderr)
+		}
+		got, want := readProbs(t, out, 31, 6), readProbs(t, filepath.Join(legacy, name+"-probs.csv"), 31, 6)
+		for i := range got {
+			for k := range got[i] {
+				if math.Abs(got[i][k]-want[i][k]) > 1e-9 {
+					t.Fatalf("old %s file: p%d of row %d is %v, the old build wrote %v", name, k, i, got[i][k], want[i][k])
+				}
+			}
+		}
+	}
+	// A damaged one says what is wrong with it.
+	old := writeFile(t, dir, "old.json", `{"format":"gpc-rmgpc","version":1}`)
+	if code, _, stderr := gpc(t, "outliers", "--model", old); code == 0 || !strings.Contains(stderr, "malformed") {
+		t.Fatalf("damaged old file: %d %q", code, stderr)
 	}
 }

@@ -47,9 +47,6 @@ in file order.`)
 	if *model == "" {
 		return usagef("missing --model")
 	}
-	if err := retiredFormat(*model); err != nil {
-		return err
-	}
 	m, err := models.Load(*model, nil)
 	if err != nil {
 		return err

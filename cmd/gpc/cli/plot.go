@@ -89,9 +89,6 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := checkOutput(a.out, "plot.png", a.input, a.model); err != nil {
 		return err
 	}
-	if err := retiredFormat(a.model); err != nil {
-		return err
-	}
 	m, err := models.Load(a.model, nil)
 	if err != nil {
 		return err

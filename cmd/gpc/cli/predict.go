@@ -89,9 +89,6 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := checkOutput(a.out, "probs.csv", a.input, a.model, a.noise.file); err != nil {
 		return err
 	}
-	if err := retiredFormat(a.model); err != nil {
-		return err
-	}
 	m, err := models.Load(a.model, nil)
 	if err != nil {
 		return err
