@@ -56,7 +56,10 @@ type Budget struct {
 	// LocalAdam is "dense" for input models with per-row parameters trained
 	// densely, empty otherwise (lazily, or no such parameters), so that
 	// other methods' keys, and lazy runs' from before it, are unchanged.
-	LocalAdam    string  `json:"local_adam,omitempty"`
+	LocalAdam string `json:"local_adam,omitempty"`
+	// Scaling is Training.Scaling; omitempty keeps the keys of runs on the
+	// family's own scaling as they were before the field existed.
+	Scaling      string  `json:"scaling,omitempty"`
 	NTrain       int     `json:"n_train,omitempty"`
 	NTest        int     `json:"n_test,omitempty"`
 	MaxTrain     int     `json:"max_train,omitempty"`
@@ -245,6 +248,7 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 	if b.TestSamples == 0 {
 		b.TestSamples = 500
 	}
+	b.Scaling = t.Scaling
 	if st.NTrain > 0 {
 		b.NTrain = st.NTrain
 	}

@@ -22,7 +22,7 @@ func init() {
 			"toy1d":     {Run: run, Twin: true, Reads: minSteps, Validate: needSizes},
 			"synthetic": {Run: run, Twin: true, Reads: append([]string{"settings.lengthscale_scaling", "settings.sq_lengthscale"}, minSteps...), Validate: needSizes},
 			"uci":       {Run: run, Twin: true, Reads: minSteps, Validate: validateUCI},
-			"mnist":     {Run: run, Twin: true, Reads: minSteps},
+			"mnist":     {Run: run, Twin: true, Reads: append([]string{"training.scaling"}, minSteps...)},
 			"astro":     {Run: run, Twin: true, Reads: minSteps},
 			"active": {
 				Run:      func(ctx context.Context, e *Env, r Run) (*Result, error) { return e.activeRun(ctx, r) },

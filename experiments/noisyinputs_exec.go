@@ -48,7 +48,7 @@ func noisyRun(ctx context.Context, e *Env, r Run) (*Result, error) {
 func (e *Env) prepare(ctx context.Context, r Run) (*split, error) {
 	s := e.spec
 	st, b := r.Setting, r.Budget
-	key := fmt.Sprintf("%s|%s|%d|%d|%d", r.Dataset, st.Name, r.Split, b.NTrain, b.MaxTrain)
+	key := fmt.Sprintf("%s|%s|%d|%d|%d|%s", r.Dataset, st.Name, r.Split, b.NTrain, b.MaxTrain, b.Scaling)
 	v, err := e.cached(key, func() (any, error) {
 		seed := s.seedFor(r.Split)
 		switch s.Family {
@@ -98,7 +98,10 @@ func (e *Env) prepare(ctx context.Context, r Run) (*split, error) {
 			}
 			pair := base.([2]*datasets.Dataset)
 			train, test := subsample(pair[0], b.MaxTrain, seed), subsample(pair[1], b.MaxTest, seed+1)
-			std, _ := datasets.Standardize(train, test)
+			std := []*datasets.Dataset{train, test}
+			if b.Scaling != scalingRaw {
+				std, _ = datasets.Standardize(train, test)
+			}
 			return &split{
 				train:  datasets.AddInputNoise(std[0], st.Noise, 2*seed+1),
 				test:   datasets.AddInputNoise(std[1], st.Noise, 2*seed+2),

@@ -182,6 +182,12 @@ type Training struct {
 	// "continue" (default) resumes the previous model's training
 	// (models.Model.Continue), "scratch" fits a new model.
 	StepTraining string `yaml:"step_training" json:"step_training"`
+	// Scaling is how the family prepares the inputs before training: empty
+	// for its own rule (the noisy-input paper's families standardise with
+	// the training rows' mean and standard deviation), or raw to keep them
+	// as the data set gives them (MNIST's pixels in [0, 1], as the authors'
+	// MGPC MNIST script trains). Injected input noise is added after it.
+	Scaling string `yaml:"scaling" json:"scaling,omitempty"`
 }
 
 // Setting is one value of the grid's setting axis.
@@ -762,6 +768,9 @@ func (s *Spec) validate() error {
 	if t.LocalAdam != "" && t.LocalAdam != "dense" && t.LocalAdam != "lazy" {
 		return s.errAt([]any{"training", "local_adam"}, "local_adam %q: want dense or lazy", t.LocalAdam)
 	}
+	if err := checkScaling([]any{"training", "scaling"}, t.Scaling, s, unread); err != nil {
+		return err
+	}
 	if t.Kernel != "" {
 		if _, err := kernels.Build(t.Kernel, kernels.Config{Name: "probe", D: 1, Degree: t.Degree}); err != nil {
 			return s.errAt([]any{"training", "kernel"}, "kernel %q: %v (registered: %s)", t.Kernel, err, kernels.Describe())
@@ -833,6 +842,9 @@ func (s *Spec) validate() error {
 			t := *m.Training
 			if t.LR < 0 || t.Epochs < 0 || t.Batch < 0 || t.TestSamples < 0 || t.Inducing < 0 {
 				return s.errAt(append(at, "training"), "negative training override")
+			}
+			if err := checkScaling(append(at, "training", "scaling"), t.Scaling, s, unread); err != nil {
+				return err
 			}
 		}
 		if _, ok := fitterFor(m.Model); ok {
@@ -1117,3 +1129,18 @@ func methodInputs(m Method) string {
 
 // isNode reports whether n is a YAML node of kind k.
 func isNode(n *yaml.Node, k yaml.Kind) bool { return n.Kind&k != 0 }
+
+// scalingRaw is Training.Scaling's one value besides the family's own rule.
+const scalingRaw = "raw"
+
+// checkScaling validates a training.scaling value at path: empty or raw,
+// and set only for a family that reads it.
+func checkScaling(path []any, v string, s *Spec, unread func([]any, string) error) error {
+	switch v {
+	case "":
+		return nil
+	case scalingRaw:
+		return unread(path, "training.scaling")
+	}
+	return s.errAt(path, "scaling %q: want raw (or leave it out for the family's own scaling)", datasets.Excerpt(v))
+}
