@@ -81,7 +81,8 @@ type Spec struct {
 	Protocol Protocol `yaml:"protocol" json:"protocol"`
 	// Training holds the defaults every method inherits.
 	Training Training `yaml:"training" json:"training"`
-	// Settings are the grid's setting axis (noise levels, D/N/C variants…).
+	// Settings are the grid's setting axis (noise levels, D/N/C variants,
+	// model variants for the families that read them…).
 	Settings []Setting `yaml:"settings" json:"settings"`
 	// Methods are the grid's method axis.
 	Methods []Method `yaml:"methods" json:"methods"`
