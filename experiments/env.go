@@ -118,6 +118,10 @@ func modelOptions(r Run, nTotal int, seed uint64) models.Options {
 		o.Train.Optimizer = "adam"
 	}
 	o.Inputs.NoStandardize = true
+	// A setting's model fields (whitened q(u), Z initialisation, input
+	// standardisation), for the families that read them; the kernel came
+	// with the budget.
+	st.applyModel(&o)
 	o.Inputs.Hidden, o.Inputs.Residual, o.Inputs.TestSamples = b.Hidden, b.Residual, b.TestSamples
 	// The noise settings reach every model; an input model without a noise
 	// part ignores them.

@@ -233,9 +233,14 @@ func (s *Spec) budgetFor(m Method, st Setting) Budget {
 		NTrain: p.NTrain, NTest: p.NTest, MaxTrain: p.MaxTrain, MaxTest: p.MaxTest, TestFraction: p.TestFraction,
 		InitialTrain: p.InitialTrain, TestSize: p.TestSize, PoolSize: p.PoolSize, Steps: p.Steps, Seed: s.Seed,
 	}
-	// The kernel is part of the key: an unset one is the default's, and an
-	// expression is keyed in its canonical form (the single kernels' names
-	// are their own canonical forms, so their keys are as before).
+	// A setting's kernel (Setting.Kernel) replaces the spec's and the
+	// method's. The kernel is part of the key: an unset one is the
+	// default's, and an expression is keyed in its canonical form (the
+	// single kernels' names are their own canonical forms, so their keys are
+	// as before).
+	if st.Kernel != "" {
+		b.Kernel = st.Kernel
+	}
 	if b.Kernel == "" {
 		b.Kernel = kernels.Default
 	}

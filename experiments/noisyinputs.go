@@ -73,6 +73,11 @@ func init() {
 // optimiser steps (all but active learning, budgeted by step_epochs).
 var minSteps = []string{"training.min_steps", "quick.min_steps"}
 
+// modelSettings are the optional setting fields that vary the model
+// (Setting.Kernel, Whitened, ZInit, Standardize), for families whose runs
+// build their model by modelOptions from the run's budget.
+var modelSettings = []string{"settings.kernel", "settings.whitened", "settings.z_init", "settings.standardize"}
+
 // needSizes: generated problems need their training and test sizes.
 func needSizes(s *Spec) error {
 	if p := s.Protocol; p.NTrain < 1 || p.NTest < 1 {

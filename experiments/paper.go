@@ -72,6 +72,7 @@ type RunFunc func(ctx context.Context, e *Env, r Run) (*Result, error)
 var OptionalFields = []string{
 	"training.step_training", "training.min_steps", "quick.min_steps",
 	"settings.lengthscale_scaling", "settings.sq_lengthscale", "settings.selection",
+	"settings.kernel", "settings.whitened", "settings.z_init", "settings.standardize",
 	"training.scaling",
 }
 

@@ -81,7 +81,8 @@ type Spec struct {
 	Protocol Protocol `yaml:"protocol" json:"protocol"`
 	// Training holds the defaults every method inherits.
 	Training Training `yaml:"training" json:"training"`
-	// Settings are the grid's setting axis (noise levels, D/N/C variants…).
+	// Settings are the grid's setting axis (noise levels, D/N/C variants,
+	// model variants for the families that read them…).
 	Settings []Setting `yaml:"settings" json:"settings"`
 	// Methods are the grid's method axis.
 	Methods []Method `yaml:"methods" json:"methods"`
@@ -222,6 +223,50 @@ type Setting struct {
 	// LabelNoise is the fraction η of training rows whose label is redrawn
 	// uniformly from all classes (the robust paper's Table 2).
 	LabelNoise float64 `yaml:"label_noise" json:"label_noise,omitempty"`
+
+	// The model fields below vary the model itself along the setting axis,
+	// so that an ablation is a list of settings of one spec rather than one
+	// spec per variant. Each is optional (OptionalFields): a family reads it
+	// only if it says so (Family.Reads), and empty or false leaves every
+	// method as the spec's training and the method's preset make it; all are
+	// omitempty, so the run keys of settings without them are unchanged.
+
+	// Kernel, if set, is the kernel expression (kernels.Parse) of this
+	// setting's runs, replacing training.kernel and the methods' own.
+	Kernel string `yaml:"kernel" json:"kernel,omitempty"`
+	// Whitened trains q(u) in the whitened parametrisation u = L_Z v,
+	// q(v) = N(m, SSᵀ) (models.PosteriorOptions.Whitened); false keeps the
+	// method's own (every preset's default is unwhitened).
+	Whitened bool `yaml:"whitened" json:"whitened,omitempty"`
+	// ZInit, if set, is how the inducing inputs start
+	// (models.PosteriorOptions.ZInit: random training rows or k-means
+	// centres), replacing the preset's.
+	ZInit string `yaml:"z_init" json:"z_init,omitempty"`
+	// Standardize standardises every input column with the training rows'
+	// mean and standard deviation inside the model
+	// (models.InputOptions.Standardize; a constant column is only centred),
+	// instead of the inputs as the data set gives them.
+	Standardize bool `yaml:"standardize" json:"standardize,omitempty"`
+}
+
+// modelFields reports whether the setting sets any of the fields that vary
+// the model (Kernel, Whitened, ZInit, Standardize).
+func (st Setting) modelFields() bool {
+	return st.Kernel != "" || st.Whitened || st.ZInit != "" || st.Standardize
+}
+
+// applyModel puts a setting's model fields on a model's options; the
+// kernel reaches the options through the run's budget (Spec.budgetFor).
+func (st Setting) applyModel(o *models.Options) {
+	if st.Whitened {
+		o.Posterior.Whitened = true
+	}
+	if st.ZInit != "" {
+		o.Posterior.ZInit = st.ZInit
+	}
+	if st.Standardize {
+		o.Inputs.Standardize, o.Inputs.NoStandardize = true, false
+	}
 }
 
 // Method is one value of the grid's method axis.
@@ -812,6 +857,9 @@ func (s *Spec) validate() error {
 		case st.Selection != "" && unread(append(at, "selection"), "settings.selection") != nil:
 			return unread(append(at, "selection"), "settings.selection")
 		}
+		if err := s.validateModelFields(i, st, unread); err != nil {
+			return err
+		}
 		seen[st.Name] = true
 	}
 	if len(s.Methods) == 0 {
@@ -892,6 +940,48 @@ func (s *Spec) validate() error {
 		}
 		if q.Splits < 0 || q.Epochs < 0 || q.LR < 0 || q.Batch < 0 || q.Inducing < 0 || q.TestSamples < 0 {
 			return s.errAt([]any{"quick"}, "negative quick budget")
+		}
+	}
+	return nil
+}
+
+// validateModelFields checks a setting's model fields (Setting.Kernel,
+// Whitened, ZInit, Standardize): each must be read by the spec's family,
+// the kernel must build, and every method's model must accept the setting,
+// as models.New decides.
+func (s *Spec) validateModelFields(i int, st Setting, unread func(at []any, field string) error) error {
+	at := []any{"settings", i}
+	for _, f := range []struct {
+		set        bool
+		key, field string
+	}{
+		{st.Kernel != "", "kernel", "settings.kernel"},
+		{st.Whitened, "whitened", "settings.whitened"},
+		{st.ZInit != "", "z_init", "settings.z_init"},
+		{st.Standardize, "standardize", "settings.standardize"},
+	} {
+		if f.set {
+			if err := unread(append(slices.Clone(at), f.key), f.field); err != nil {
+				return err
+			}
+		}
+	}
+	if !st.modelFields() {
+		return nil
+	}
+	if st.Kernel != "" {
+		if _, err := kernels.Build(st.Kernel, kernels.Config{Name: "probe", D: 1, Degree: s.Training.Degree}); err != nil {
+			return s.errAt(append(at, "kernel"), "setting %s: kernel %q: %v (registered: %s)", st.Name, st.Kernel, err, kernels.Describe())
+		}
+	}
+	for j, m := range s.Methods {
+		if _, ok := fitterFor(m.Model); ok {
+			return s.errAt(at, "setting %s: method %s: model %s is not a models composition; kernel, whitened, z_init and standardize do not apply to it", st.Name, m.Name, m.Model)
+		}
+		o := methodOptions(m)
+		st.applyModel(&o)
+		if _, err := models.New(o); err != nil {
+			return s.errAt(at, "setting %s with method %s (methods[%d]): %v", st.Name, m.Name, j, err)
 		}
 	}
 	return nil
