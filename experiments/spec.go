@@ -480,11 +480,14 @@ func cutSpecValues(msg string, root *yaml.Node) string {
 		if n == nil {
 			return
 		}
-		if n.Kind == yaml.ScalarNode && len(n.Value) > 40 {
-			if q := strconv.Quote(n.Value); strings.Contains(msg, q) {
-				msg = strings.ReplaceAll(msg, q, strconv.Quote(datasets.Excerpt(n.Value)))
+		switch n.Kind {
+		case yaml.ScalarNode: // a value longer than an excerpt is what the message may echo
+			if len(n.Value) > 40 {
+				if q := strconv.Quote(n.Value); strings.Contains(msg, q) {
+					msg = strings.ReplaceAll(msg, q, strconv.Quote(datasets.Excerpt(n.Value)))
+				}
+				msg = strings.ReplaceAll(msg, n.Value, datasets.Excerpt(n.Value))
 			}
-			msg = strings.ReplaceAll(msg, n.Value, datasets.Excerpt(n.Value))
 		}
 		for _, c := range n.Content {
 			walk(c)
