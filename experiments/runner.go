@@ -706,7 +706,8 @@ func Execute(ctx context.Context, s *Spec, dir string, cfg RunConfig) (Summary, 
 				// retried from the start; a cancelled one resumes from it.
 				// (Not without the run's lock: the checkpoint may be another
 				// runner's.)
-				if locked && (ctx.Err() == nil || err == nil) {
+				// A checkpoint refused as another fit's is that fit's work: kept.
+				if locked && (ctx.Err() == nil || err == nil) && !errors.Is(err, models.ErrForeignCheckpoint) {
 					if rerr := e.removeCheckpoint(r); rerr != nil && err == nil {
 						logf("warning: %s: %v", r.Key, rerr)
 					}

@@ -193,6 +193,19 @@ func (m *Model) openCheckpoint(ck *Checkpoint, train *datasets.Dataset, params [
 
 // damagedCheckpoint is the error of a checkpoint file that cannot be read
 // as one.
+// ErrForeignCheckpoint matches (errors.Is) the error of a fit refused
+// because the checkpoint it was given belongs to another fit (other
+// options or training data). That file is another fit's work, so a caller
+// that cleans up after failed fits keeps it.
+var ErrForeignCheckpoint = errors.New("models: the checkpoint is of another fit")
+
+// foreignCheckpointError is a refusal of another fit's checkpoint: its own
+// message, and ErrForeignCheckpoint to errors.Is.
+type foreignCheckpointError struct{ msg string }
+
+func (e *foreignCheckpointError) Error() string        { return e.msg }
+func (e *foreignCheckpointError) Is(target error) bool { return target == ErrForeignCheckpoint }
+
 func damagedCheckpoint(path string, why any) error {
 	return fmt.Errorf("models: checkpoint %s is damaged or not a checkpoint (%v); remove it to start the fit over", path, why)
 }
@@ -298,7 +311,7 @@ func readCheckpoint(path string, want fitPrint) (*checkpointFile, error) {
 	f, st, br, streamAt := head.f, head.st, head.rest, head.streamAt
 	damaged := func(why any) error { return damagedCheckpoint(path, why) }
 	if d := f.Print.differs(want); d != "" {
-		return nil, fmt.Errorf("models: checkpoint %s is of another fit: %s; remove it or give another path", path, d)
+		return nil, &foreignCheckpointError{fmt.Sprintf("models: checkpoint %s is of another fit: %s; remove it or give another path", path, d)}
 	}
 	if !f.Streamed {
 		if f.Version == checkpointVersion {

@@ -149,6 +149,9 @@ func TestCheckpointRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "Train.LR") {
 		t.Errorf("other options: got %v, want an error naming %s and Train.LR", err, path)
 	}
+	if !errors.Is(err, ErrForeignCheckpoint) {
+		t.Errorf("other options: %v is not ErrForeignCheckpoint, so a runner would delete another fit's checkpoint", err)
+	}
 
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -157,8 +160,8 @@ func TestCheckpointRefusals(t *testing.T) {
 	if err := os.WriteFile(path, b[:len(b)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := fit(o); err == nil || !strings.Contains(err.Error(), path) {
-		t.Errorf("truncated file: got %v, want an error naming %s", err, path)
+	if err := fit(o); err == nil || !strings.Contains(err.Error(), path) || errors.Is(err, ErrForeignCheckpoint) {
+		t.Errorf("truncated file: got %v, want an error naming %s (damaged, not another fit's)", err, path)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -167,7 +170,7 @@ func TestCheckpointRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Fit(context.Background(), syntheticSet(60, 3, 2, 99), FitConfig{Warnings: io.Discard, Checkpoint: &Checkpoint{Path: path}}); err == nil || !strings.Contains(err.Error(), "other training data") {
+	if err := m.Fit(context.Background(), syntheticSet(60, 3, 2, 99), FitConfig{Warnings: io.Discard, Checkpoint: &Checkpoint{Path: path}}); err == nil || !strings.Contains(err.Error(), "other training data") || !errors.Is(err, ErrForeignCheckpoint) {
 		t.Errorf("other data: got %v, want an error about other training data", err)
 	}
 
