@@ -58,15 +58,13 @@ func AppendLine(path string, line []byte) error {
 	}
 	size := fst.Size()
 	buf := make([]byte, 0, len(line)+2)
-	if size > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, size-1); err != nil {
-			f.Close()
-			return fmt.Errorf("appending to %s: reading its last byte: %w", path, err)
-		}
-		if last[0] != '\n' {
-			buf = append(buf, '\n')
-		}
+	torn, err := endsTorn(f, size)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("appending to %s: reading its last byte: %w", path, err)
+	}
+	if torn {
+		buf = append(buf, '\n')
 	}
 	buf = append(append(buf, line...), '\n')
 	if _, err := f.Write(buf); err != nil {
@@ -101,14 +99,7 @@ func appendRefusal(path string, m fs.FileMode) error {
 	if m.IsDir() {
 		return &OutputError{Path: path, Msg: "it is a directory", IsDir: true}
 	}
-	kind := kindOf(m)
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		kind = "FIFO"
-	case m&fs.ModeCharDevice != 0:
-		kind = "character device"
-	}
-	return &OutputError{Path: path, Msg: "it is a " + kind + ", not a regular file; a log gpc appends to is read back, so give a regular file"}
+	return &OutputError{Path: path, Msg: "it is a " + kindOf(m) + ", not a regular file; a log gpc appends to is read back, so give a regular file"}
 }
 
 // TornTail reports whether the regular file f ends in a line without its
@@ -117,12 +108,22 @@ func appendRefusal(path string, m fs.FileMode) error {
 // rather than calling the line merely unreadable.
 func TornTail(f *os.File) bool {
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
+	if err != nil || !st.Mode().IsRegular() {
 		return false
+	}
+	torn, err := endsTorn(f, st.Size())
+	return err == nil && torn
+}
+
+// endsTorn reports whether the size bytes of f end in a line without its
+// newline (false for an empty file).
+func endsTorn(f *os.File, size int64) (bool, error) {
+	if size == 0 {
+		return false, nil
 	}
 	last := make([]byte, 1)
-	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
-		return false
+	if _, err := f.ReadAt(last, size-1); err != nil {
+		return false, err
 	}
-	return last[0] != '\n'
+	return last[0] != '\n', nil
 }

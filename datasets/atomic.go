@@ -210,6 +210,10 @@ func kindOf(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSocket != 0:
 		return "socket"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeCharDevice != 0: // a character device has ModeDevice set too
+		return "character device"
 	case m&fs.ModeDevice != 0:
 		return "block device"
 	}

@@ -324,13 +324,13 @@ func (s *store) read(name string) error {
 		}
 		s.from[r.Key] = fmt.Sprintf("%s:%d", name, line)
 	}
-	if err := sc.Err(); err == nil && torn && lastBad == line && line > 0 {
-		s.bad[len(s.bad)-1] = fmt.Sprintf("%s:%d: the last line is torn (it has no newline: a write cut short, by a crash say)", name, line)
-	}
-	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
 		return fmt.Errorf("%s:%d: the line is longer than %d MiB, the limit of a result line (is it a results file?)", name, line+1, maxResultLine>>20)
-	} else if err != nil {
+	case err != nil:
 		return fmt.Errorf("%s:%d: %w", name, line+1, err)
+	case torn && lastBad == line && line > 0:
+		s.bad[len(s.bad)-1] = fmt.Sprintf("%s:%d: the last line is torn (it has no newline: a write cut short, by a crash say)", name, line)
 	}
 	return nil
 }
