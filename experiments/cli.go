@@ -19,8 +19,9 @@ import (
 
 const usage = `usage:
   gpc experiment run SPEC.yaml [--out DIR] [--splits K] [--epochs-scale F]
-                     [--methods a,b] [--datasets x,y] [--workers W]
-                     [--data-dir D] [--quick] [--dry-run] [--shard i/n]
+                     [--methods a,b] [--datasets x,y] [--settings s,t]
+                     [--workers W] [--data-dir D] [--quick] [--dry-run]
+                     [--shard i/n]
   gpc experiment report DIR [--data-dir D]
   gpc experiment splice FILE.md [--root R] [--data-dir D]
   gpc experiment scoreboard [--root R] [--data-dir D]
@@ -130,6 +131,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	scale := fs.Float64("epochs-scale", 1, "multiply every epoch budget by F")
 	methods := fs.String("methods", "", "comma-separated methods to run (default all)")
 	dsets := fs.String("datasets", "", "comma-separated data sets to run (default all)")
+	sets := fs.String("settings", "", "comma-separated settings to run (default all)")
 	workers := fs.Int("workers", runtime.NumCPU(), "parallel runs")
 	dataDir := fs.String("data-dir", "", "data directory (default: $GPC_DATA, ../shared/data, ./data)")
 	quick := fs.Bool("quick", false, "use the spec's quick profile")
@@ -162,7 +164,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	rs, err := Resolve(spec, Options{Splits: *splits, EpochsScale: *scale, Methods: splitList(*methods), Datasets: splitList(*dsets), Quick: *quick})
+	rs, err := Resolve(spec, Options{Splits: *splits, EpochsScale: *scale, Methods: splitList(*methods), Datasets: splitList(*dsets), Settings: splitList(*sets), Quick: *quick})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", pos[0], err)
 		return 1
@@ -218,7 +220,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	cfg := RunConfig{Workers: *workers, DataDir: *dataDir, Log: stderr, Shard: si, Shards: sn}
-	if *methods != "" || *dsets != "" {
+	if *methods != "" || *dsets != "" || *sets != "" {
 		// The report covers the whole grid, not the part run now.
 		if cfg.Grid, err = Resolve(spec, Options{Splits: *splits, EpochsScale: *scale, Quick: *quick}); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", pos[0], err)

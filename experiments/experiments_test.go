@@ -529,6 +529,48 @@ func TestPartialRunsReportWholeGrid(t *testing.T) {
 	}
 }
 
+// --settings runs the named settings only, keeps the whole grid's spec.json
+// (so a later run of the rest reports beside it), and names the settings
+// there are when it meets one that is not.
+func TestSettingsFlag(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.Replace(miniSpec, "splits: 3, n_train: 10, n_test: 10", "splits: 1, n_train: 20, n_test: 10", 1)
+	sp := filepath.Join(dir, "mini.yaml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var o, e bytes.Buffer
+	if code := Main([]string{"run", sp, "--out", out, "--settings", "B"}, &o, &e); code != 0 {
+		t.Fatalf("--settings B: exit %d: %s", code, e.String())
+	}
+	res := readResults(t, out)
+	if len(res) != 2 {
+		t.Fatalf("%d results, want 2 (setting b × two methods)", len(res))
+	}
+	for _, r := range res {
+		if r.Setting != "b" {
+			t.Errorf("run %s of setting %q, want only b", r.Key, r.Setting)
+		}
+	}
+	var saved Spec
+	b, err := os.ReadFile(filepath.Join(out, resolvedSpecFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if len(saved.Settings) != 2 {
+		t.Errorf("spec.json has %d settings after a --settings run, want the grid's 2", len(saved.Settings))
+	}
+	o.Reset()
+	e.Reset()
+	if code := Main([]string{"run", sp, "--out", out, "--settings", "c", "--dry-run"}, &o, &e); code != 1 || !strings.Contains(e.String(), `no setting named "c" (have a, b)`) {
+		t.Errorf("--settings c: exit %d, stderr %q", code, e.String())
+	}
+}
+
 // sq_lengthscale is part of the key, leaves other keys alone, reaches the
 // generator, and is refused outside the synthetic family or below zero.
 func TestSqLengthscaleSetting(t *testing.T) {

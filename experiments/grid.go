@@ -78,8 +78,9 @@ type Options struct {
 	Splits int
 	// EpochsScale multiplies every epoch budget (0: 1).
 	EpochsScale float64
-	// Methods and Datasets restrict the grid (names, case-insensitive).
-	Methods, Datasets []string
+	// Methods, Datasets and Settings restrict the grid (names,
+	// case-insensitive).
+	Methods, Datasets, Settings []string
 	// Quick selects the spec's quick profile.
 	Quick bool
 }
@@ -132,6 +133,23 @@ func Resolve(spec *Spec, o Options) (*Spec, error) {
 			return nil, err
 		}
 		s.keepMethods(func(i int, _ Method) bool { return keep[i] })
+	}
+	if len(o.Settings) > 0 {
+		names := make([]string, len(s.Settings))
+		for i, st := range s.Settings {
+			names[i] = st.Name
+		}
+		keep, err := filterNames("setting", o.Settings, names)
+		if err != nil {
+			return nil, err
+		}
+		var sts []Setting
+		for i, st := range s.Settings {
+			if keep[i] {
+				sts = append(sts, st)
+			}
+		}
+		s.Settings = sts
 	}
 	if len(o.Datasets) > 0 {
 		keep, err := filterNames("data set", o.Datasets, s.Datasets)
