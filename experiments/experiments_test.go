@@ -631,3 +631,47 @@ func TestSingleRunCellHasNoSpread(t *testing.T) {
 		t.Errorf("one bootstrapped run: %q, want %q", text, "0.5±0.01 [1] · —")
 	}
 }
+
+// diff_against: each cell's paired difference from the reference setting's
+// cell, over the splits both ran, or over the test points of single runs;
+// "—" where nothing pairs, and a reference that is neither a setting nor a
+// method is refused at parse time.
+func TestDiffAgainst(t *testing.T) {
+	s := &Spec{Datasets: []string{"x"}, Settings: []Setting{{Name: "base"}, {Name: "v"}, {Name: "w"}}}
+	tb := Table{ID: "T", Metric: "nll", DiffAgainst: "base"}
+	rp := &Reporter{s: s, by: map[string][]Result{}}
+	add := func(st, m string, r Result) {
+		r.Dataset, r.Setting, r.Method = "x", st, m
+		rp.by[groupKey("x", st, m)] = append(rp.by[groupKey("x", st, m)], r)
+	}
+	// A: three splits each; v differs from base by 0.1, 0.2, 0.3 (split 3
+	// of v has no partner and is left out).
+	for i, v := range []float64{1, 2, 3} {
+		add("base", "A", Result{Split: i, NLL: v})
+		add("v", "A", Result{Split: i, NLL: v + 0.1*float64(i+1)})
+	}
+	add("v", "A", Result{Split: 3, NLL: 99})
+	// B: one run each, with per-point losses.
+	add("base", "B", Result{NLL: 0.5, PointNLL: []float64{0.4, 0.6, 0.5}})
+	add("v", "B", Result{NLL: 0.333, PointNLL: []float64{0.2, 0.5, 0.3}})
+	rp.diffTable(tb, []string{"A", "B"}, false)
+	out := rp.md.String()
+	for _, want := range []string{
+		"| base | (reference) | (reference) |",
+		"| v | +0.2 ± 0.058 [3 splits] | -0.167 ± 0.033 [3 test points] |",
+		"| w | — | — |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff table lacks %q:\n%s", want, out)
+		}
+	}
+
+	bad := strings.Replace(miniSpec, "metric: nll", "metric: nll\n    diff_against: c", 1)
+	if _, err := ParseSpec("mini.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), `diff_against "c" is neither a setting nor a method`) {
+		t.Errorf("diff_against naming nothing: %v", err)
+	}
+	good := strings.Replace(miniSpec, "metric: nll", "metric: nll\n    diff_against: MGP", 1)
+	if _, err := ParseSpec("mini.yaml", []byte(good)); err != nil {
+		t.Errorf("diff_against naming a method: %v", err)
+	}
+}

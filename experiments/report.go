@@ -545,9 +545,103 @@ func (rp *Reporter) resultsTable(tb Table) {
 	}
 	rp.printf("\nVerdict (computed): %s.\n\n", tv.text())
 	rp.recordTV(tb, tv)
+	if tb.DiffAgainst != "" {
+		rp.diffTable(tb, methods, multiData)
+	}
 	if tb.Note != "" {
 		rp.printf("%s\n\n", tb.Note)
 	}
+}
+
+// diffTable prints, under a results table with DiffAgainst, each cell's
+// paired difference from its reference cell (pairedDiff): the same rows and
+// columns, the reference's own cells marked as such.
+func (rp *Reporter) diffTable(tb Table, methods []string, multiData bool) {
+	bySetting := slices.ContainsFunc(rp.s.Settings, func(st Setting) bool { return st.Name == tb.DiffAgainst })
+	rp.printf("Paired difference from %s (%s), mean ± standard error [pairs]:\n\n", tb.DiffAgainst, map[bool]string{true: "the setting", false: "the method"}[bySetting])
+	hdr, sep := "| Setting |", "|---|"
+	if multiData {
+		hdr, sep = hdr+" Data set |", sep+"---|"
+	}
+	for _, m := range methods {
+		hdr, sep = hdr+" "+m+" |", sep+"---|"
+	}
+	rp.printf("%s\n%s\n", hdr, sep)
+	for _, st := range rp.tableSettings(tb) {
+		for _, d := range rp.s.Datasets {
+			row := "| " + st.Name + " |"
+			if multiData {
+				row += " " + d + " |"
+			}
+			for _, m := range methods {
+				rs, rm := st.Name, m
+				if bySetting {
+					rs = tb.DiffAgainst
+				} else {
+					rm = tb.DiffAgainst
+				}
+				if rs == st.Name && rm == m {
+					row += " (reference) |"
+					continue
+				}
+				diff, unit := pairedDiff(rp.by[groupKey(d, st.Name, m)], rp.by[groupKey(d, rs, rm)], tb.Metric)
+				if diff.n == 0 {
+					row += " — |"
+					continue
+				}
+				row += fmt.Sprintf(" %+.3g ± %.2g [%d %s] |", diff.mean, diff.se, diff.n, unit)
+			}
+			rp.printf("%s\n", row)
+		}
+	}
+	rp.printf("\n")
+}
+
+// pairedDiff is the mean difference of a metric between two groups of runs
+// of the same data, a − b, with its standard error: over the splits both
+// groups ran when they share at least two, else, for one run each, over
+// the test points both kept (PointNLL for nll, PointErr for error) when
+// they are as many. n = 0 when neither pairing is possible.
+func pairedDiff(a, b []Result, metric string) (st stat, unit string) {
+	bySplit := map[int]float64{}
+	for _, r := range b {
+		if v, ok := metricOf(r, metric); ok {
+			bySplit[r.Split] = v
+		}
+	}
+	var d []float64
+	for _, r := range a {
+		v, ok := metricOf(r, metric)
+		if w, has := bySplit[r.Split]; ok && has {
+			d = append(d, v-w)
+		}
+	}
+	if len(d) >= 2 {
+		return summarize(d), "splits"
+	}
+	if len(a) == 1 && len(b) == 1 {
+		pa, pb := pointValues(a[0], metric), pointValues(b[0], metric)
+		if len(pa) >= 2 && len(pa) == len(pb) {
+			d = make([]float64, len(pa))
+			for i := range pa {
+				d[i] = pa[i] - pb[i]
+			}
+			return summarize(d), "test points"
+		}
+	}
+	return stat{}, ""
+}
+
+// pointValues are a run's per-test-point values of a metric, if it kept
+// them.
+func pointValues(r Result, metric string) []float64 {
+	switch metric {
+	case "nll":
+		return r.PointNLL
+	case "error":
+		return r.PointErr
+	}
+	return nil
 }
 
 // averageRow is a setting's row of averages over data sets (the

@@ -331,6 +331,13 @@ type Table struct {
 	// values differ from its by a two-sided Wilcoxon signed-rank test at
 	// p < 0.01 are marked ◁ (the robust paper's Table 2).
 	TestAgainst string `yaml:"test_against" json:"test_against,omitempty"`
+	// DiffAgainst names a setting or a method of a results table, the
+	// reference of an ablation: under the table a second one gives every
+	// other cell's paired difference from the reference cell of its row
+	// (a setting) or column (a method), mean ± standard error, paired over
+	// the splits both have or, for single runs that kept per-point losses,
+	// over the test points they share.
+	DiffAgainst string `yaml:"diff_against" json:"diff_against,omitempty"`
 	// Instances are 1-based rows of the data set (file order) that an
 	// instances table follows (each method's average test error on them
 	// over the splits where they are test rows), or that an outliers table
@@ -1032,6 +1039,18 @@ func (s *Spec) validateTable(i int, tb Table, settings, methods map[string]bool)
 		}
 		if tb.Dataset != "" && !slices.Contains(s.Datasets, tb.Dataset) {
 			return s.errAt(append(at, "dataset"), "table %s: data set %q is not in datasets", tb.ID, tb.Dataset)
+		}
+	}
+	if tb.DiffAgainst != "" {
+		if !slices.Contains([]string{"", "results"}, tb.Kind) {
+			return s.errAt(append(at, "diff_against"), "table %s: diff_against compares the cells of a results table, not of a %s table", tb.ID, tb.Kind)
+		}
+		if settings[tb.DiffAgainst] == methods[tb.DiffAgainst] {
+			what := "neither a setting nor a method"
+			if settings[tb.DiffAgainst] {
+				what = "both a setting and a method"
+			}
+			return s.errAt(append(at, "diff_against"), "table %s: diff_against %q is %s of the spec", tb.ID, datasets.Excerpt(tb.DiffAgainst), what)
 		}
 	}
 	if tb.Averages && !slices.Contains([]string{"", "results"}, tb.Kind) {
