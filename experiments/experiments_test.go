@@ -502,19 +502,15 @@ func TestPartialRunsReportWholeGrid(t *testing.T) {
 			t.Fatalf("--methods %s: exit %d: %s", m, code, e.String())
 		}
 	}
-	var saved Spec
-	b, err := os.ReadFile(filepath.Join(out, resolvedSpecFile))
+	saved, err := loadResolved(out)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &saved); err != nil {
 		t.Fatal(err)
 	}
 	if len(saved.Methods) != 2 {
 		t.Errorf("spec.json has %d methods after two partial runs, want the grid's 2", len(saved.Methods))
 	}
 	var rj ReportJSON
-	b, _ = os.ReadFile(filepath.Join(out, "report.json"))
+	b, _ := os.ReadFile(filepath.Join(out, "report.json"))
 	if err := json.Unmarshal(b, &rj); err != nil {
 		t.Fatal(err)
 	}
@@ -553,12 +549,8 @@ func TestSettingsFlag(t *testing.T) {
 			t.Errorf("run %s of setting %q, want only b", r.Key, r.Setting)
 		}
 	}
-	var saved Spec
-	b, err := os.ReadFile(filepath.Join(out, resolvedSpecFile))
+	saved, err := loadResolved(out)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &saved); err != nil {
 		t.Fatal(err)
 	}
 	if len(saved.Settings) != 2 {
